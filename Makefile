@@ -1,0 +1,33 @@
+# make test installs what the tests need (versitygw, a cached Garage build),
+# then runs vet and the whole suite with the race detector, servers required.
+SHELL := /bin/bash
+GO ?= go
+CACHE ?= $(HOME)/.cache/cairn-state
+VERSITYGW_VERSION ?= v1.8.0
+VERSITYGW_BIN ?= $(CACHE)/versitygw-$(VERSITYGW_VERSION)/bin/versitygw
+
+.PHONY: test unit servers versitygw garage vet demo bench fuzz
+
+test: servers vet
+	GARAGE_BIN="$$(bash scripts/install-garage.sh)" VERSITYGW_BIN="$(VERSITYGW_BIN)" \
+	CAIRN_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 40m ./...
+
+unit: vet
+	$(GO) test -race -count=1 ./...
+
+servers: versitygw garage
+
+versitygw: $(VERSITYGW_BIN)
+
+$(VERSITYGW_BIN):
+	GOBIN="$(dir $(VERSITYGW_BIN))" $(GO) install github.com/versity/versitygw/cmd/versitygw@$(VERSITYGW_VERSION)
+
+garage:
+	bash scripts/install-garage.sh
+
+vet:
+	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+demo:
+	$(GO) run ./examples/instance

@@ -1,0 +1,111 @@
+// Package backend is the driver contract that every storage backend of
+// cairn-state implements: opaque bytes under keys, a version and a
+// modification time per object, conditional writes where the server can do
+// them atomically, and the storage server's own clock.
+//
+// # Implementing a backend
+//
+// A backend is correct when [github.com/cairnhq/state/backend/backendtest.Run]
+// passes against it. The checklist:
+//
+//  1. Validate every key with [ValidateKey] before touching storage, and
+//     return its error (it wraps [ErrInvalidKey]) unchanged.
+//  2. Map the storage's "no such object" to [ErrNotFound] and a failed
+//     condition to [ErrPreconditionFailed], wrapped with %w so that
+//     errors.Is finds the sentinel and errors.As still reaches the
+//     underlying error. Pass context errors through unchanged.
+//  3. Report in [Capabilities] whether conditional writes are atomic. A
+//     backend that cannot honour a condition returns [ErrUnsupported] for a
+//     conditional call and never performs the write unconditionally.
+//  4. Give every successful write a new [Object.Version]: two writes of the
+//     same bytes still get different versions, so compare-and-swap cannot be
+//     fooled by an ABA write.
+//  5. Never show a torn object: a reader sees the whole old object or the
+//     whole new one.
+//  6. List keys in lexical order, paginating internally, and hide any
+//     bookkeeping files of the backend's own.
+//  7. Report the storage's clock from [Backend.Now]; callers judge
+//     staleness on it rather than on their local clock.
+package backend
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Object describes one stored object.
+type Object struct {
+	// Key is the object's full key, as given to Put.
+	Key string
+	// Size is the object's length in bytes.
+	Size int64
+	// Version changes on every successful write of the key (an ETag on
+	// S3). It is opaque: compare it for equality only.
+	Version string
+	// ModTime is when the object was last written, on the storage's clock.
+	// Its resolution depends on the backend (one second on S3).
+	ModTime time.Time
+}
+
+// PutOptions are the conditions of a Put. The zero value is an
+// unconditional write. At most one condition may be set.
+type PutOptions struct {
+	// IfAbsent makes the write succeed only if no object has the key.
+	IfAbsent bool
+	// IfVersion, when not empty, makes the write succeed only if the
+	// object exists with this version.
+	IfVersion string
+}
+
+// DeleteOptions are the conditions of a Delete. The zero value is an
+// unconditional delete.
+type DeleteOptions struct {
+	// IfVersion, when not empty, makes the delete succeed only if the
+	// object exists with this version.
+	IfVersion string
+}
+
+// Capabilities are what a backend can do beyond the plain operations.
+type Capabilities struct {
+	// ConditionalWrites reports that PutOptions and DeleteOptions
+	// conditions are enforced atomically by the storage. When false,
+	// conditional calls fail with ErrUnsupported.
+	ConditionalWrites bool
+}
+
+// Backend stores opaque bytes under keys. Implementations are safe for
+// concurrent use by multiple goroutines.
+type Backend interface {
+	// Get opens the object at key for reading. The caller must close the
+	// reader. It returns an error wrapping ErrNotFound when there is no
+	// such object.
+	Get(ctx context.Context, key string) (io.ReadCloser, Object, error)
+
+	// Put writes data at key, atomically: readers see the old object or
+	// the new one, never a mix. With opts.IfAbsent it fails with
+	// ErrPreconditionFailed when the key exists; with opts.IfVersion when
+	// the key is absent or has another version. A backend without
+	// conditional writes returns ErrUnsupported for any condition and
+	// writes nothing. It returns the new object's description.
+	Put(ctx context.Context, key string, data []byte, opts PutOptions) (Object, error)
+
+	// Delete removes the object at key. It returns an error wrapping
+	// ErrNotFound when there is no such object (a backend whose storage
+	// cannot tell reports success; Capabilities does not promise either).
+	// With opts.IfVersion it fails with ErrPreconditionFailed unless the
+	// object exists with that version; without conditional writes it
+	// returns ErrUnsupported and deletes nothing.
+	Delete(ctx context.Context, key string, opts DeleteOptions) error
+
+	// List calls fn for every object whose key starts with prefix, in
+	// lexical key order. It stops at the first error fn returns and
+	// returns that error. An empty prefix lists everything.
+	List(ctx context.Context, prefix string, fn func(Object) error) error
+
+	// Capabilities reports what the backend can do.
+	Capabilities() Capabilities
+
+	// Now returns the current time on the storage's clock.
+	Now(ctx context.Context) (time.Time, error)
+}

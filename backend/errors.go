@@ -1,0 +1,17 @@
+package backend
+
+import "errors"
+
+var (
+	// ErrNotFound means the object does not exist.
+	ErrNotFound = errors.New("object not found")
+	// ErrPreconditionFailed means a conditional write or delete found the
+	// object in another state than the condition asked for.
+	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrUnsupported means the backend cannot perform the operation as
+	// asked, for example a conditional write on storage without
+	// compare-and-swap. Nothing was written.
+	ErrUnsupported = errors.New("operation not supported by this backend")
+	// ErrInvalidKey means a key was refused before any storage was touched.
+	ErrInvalidKey = errors.New("invalid key")
+)
