@@ -1,0 +1,192 @@
+package fault_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fault"
+	"github.com/cairnhq/state/backend/mem"
+)
+
+func read(t *testing.T, b backend.Backend, key string) (string, backend.Object) {
+	t.Helper()
+	rc, obj, err := b.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("get %q: %v", key, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data), obj
+}
+
+func TestNoFault_ForwardsAndCounts(t *testing.T) {
+	ctx := context.Background()
+	f := fault.New(mem.New(mem.Options{}))
+	if _, err := f.Put(ctx, "k", []byte("v"), backend.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(t, f, "k"); got != "v" {
+		t.Fatalf("read %q, want v", got)
+	}
+	if err := f.List(ctx, "", func(backend.Object) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Now(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Delete(ctx, "k", backend.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := fault.Counts{Get: 1, Put: 1, Delete: 1, List: 1, Now: 1}
+	if got := f.Counts(); got != want {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+	f.ResetCounts()
+	if got := f.Counts().Total(); got != 0 {
+		t.Fatalf("total after reset = %d", got)
+	}
+}
+
+func TestLosePutAcks_WritesThenAnswersPreconditionFailed(t *testing.T) {
+	ctx := context.Background()
+	f := fault.New(mem.New(mem.Options{}))
+	f.LosePutAcks(1)
+	_, err := f.Put(ctx, "k", []byte("mine"), backend.PutOptions{IfAbsent: true})
+	if !errors.Is(err, backend.ErrPreconditionFailed) {
+		t.Fatalf("put = %v, want ErrPreconditionFailed", err)
+	}
+	if got, _ := read(t, f, "k"); got != "mine" {
+		t.Fatalf("object = %q, want the write to have happened", got)
+	}
+	// Only the next n: the following conditional put behaves normally.
+	_, err = f.Put(ctx, "k", []byte("again"), backend.PutOptions{IfAbsent: true})
+	if !errors.Is(err, backend.ErrPreconditionFailed) {
+		t.Fatalf("second if-absent put = %v, want a real precondition failure", err)
+	}
+	if got, _ := read(t, f, "k"); got != "mine" {
+		t.Fatalf("object = %q after a refused put", got)
+	}
+}
+
+func TestIgnoreConditions_WritesUnconditionallyAndStillClaimsCAS(t *testing.T) {
+	ctx := context.Background()
+	f := fault.New(mem.New(mem.Options{}))
+	f.SetIgnoreConditions(true)
+	if !f.Capabilities().ConditionalWrites {
+		t.Fatal("capabilities changed; the point is that the server lies")
+	}
+	for _, v := range []string{"one", "two"} {
+		if _, err := f.Put(ctx, "k", []byte(v), backend.PutOptions{IfAbsent: true}); err != nil {
+			t.Fatalf("put %s: %v", v, err)
+		}
+	}
+	if _, err := f.Put(ctx, "k", []byte("three"), backend.PutOptions{IfVersion: "no-such-version"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := read(t, f, "k"); got != "three" {
+		t.Fatalf("object = %q, want three", got)
+	}
+	if err := f.Delete(ctx, "k", backend.DeleteOptions{IfVersion: "no-such-version"}); err != nil {
+		t.Fatalf("delete ignoring condition: %v", err)
+	}
+}
+
+func TestClockSkew_ShiftsNowAndModTimes(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	f := fault.New(mem.New(mem.Options{Clock: func() time.Time { return base }}))
+	f.SetClockSkew(-time.Hour)
+	now, err := f.Now(ctx)
+	if err != nil || !now.Equal(base.Add(-time.Hour)) {
+		t.Fatalf("Now = %v, %v; want %v", now, err, base.Add(-time.Hour))
+	}
+	obj, err := f.Put(ctx, "k", []byte("v"), backend.PutOptions{})
+	if err != nil || !obj.ModTime.Equal(base.Add(-time.Hour)) {
+		t.Fatalf("put ModTime = %v, %v", obj.ModTime, err)
+	}
+	if _, o := read(t, f, "k"); !o.ModTime.Equal(base.Add(-time.Hour)) {
+		t.Fatalf("get ModTime = %v", o.ModTime)
+	}
+	_ = f.List(ctx, "", func(o backend.Object) error {
+		if !o.ModTime.Equal(base.Add(-time.Hour)) {
+			t.Errorf("list ModTime = %v", o.ModTime)
+		}
+		return nil
+	})
+}
+
+func TestUnavailable_FailsEveryCallUntilHealed(t *testing.T) {
+	ctx := context.Background()
+	f := fault.New(mem.New(mem.Options{}))
+	f.SetUnavailable(true)
+	if _, err := f.Put(ctx, "k", []byte("v"), backend.PutOptions{}); !errors.Is(err, fault.ErrInjected) {
+		t.Fatalf("put = %v, want ErrInjected", err)
+	}
+	if _, err := f.Now(ctx); !errors.Is(err, fault.ErrInjected) {
+		t.Fatalf("now = %v, want ErrInjected", err)
+	}
+	f.SetUnavailable(false)
+	if _, _, err := f.Get(ctx, "k"); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("get after heal = %v, want ErrNotFound (the failed put wrote nothing)", err)
+	}
+}
+
+func TestStall_BlocksUntilResumeOrContextEnd(t *testing.T) {
+	f := fault.New(mem.New(mem.Options{}))
+	resume := f.Stall()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := f.Now(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled call = %v, want DeadlineExceeded", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Put(context.Background(), "k", []byte("v"), backend.PutOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("put returned while stalled: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	resume()
+	resume()
+	if err := <-done; err != nil {
+		t.Fatalf("put after resume: %v", err)
+	}
+}
+
+func TestHook_DecidesPerCall(t *testing.T) {
+	ctx := context.Background()
+	f := fault.New(mem.New(mem.Options{}))
+	boom := errors.New("boom")
+	var seen []fault.Call
+	f.SetHook(func(_ context.Context, c fault.Call) error {
+		seen = append(seen, c)
+		if c.Op == fault.OpDelete {
+			return boom
+		}
+		return nil
+	})
+	if _, err := f.Put(ctx, "k", []byte("v"), backend.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Delete(ctx, "k", backend.DeleteOptions{IfVersion: "1"}); !errors.Is(err, boom) {
+		t.Fatalf("delete = %v, want the hook's error", err)
+	}
+	want := []fault.Call{{Op: fault.OpPut, Key: "k", IfAbsent: true}, {Op: fault.OpDelete, Key: "k", IfVersion: "1"}}
+	if len(seen) != 2 || seen[0] != want[0] || seen[1] != want[1] {
+		t.Fatalf("hook saw %+v, want %+v", seen, want)
+	}
+	f.SetHook(nil)
+	if err := f.Delete(ctx, "k", backend.DeleteOptions{}); err != nil {
+		t.Fatalf("delete without hook: %v", err)
+	}
+}
