@@ -1,0 +1,133 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cairnhq/state/backend"
+)
+
+// MaxNameLen is the longest state name, in bytes. With the reserved prefix
+// and a root of up to MaxRootLen bytes, every key stays within
+// backend.MaxKeyLen.
+const MaxNameLen = 512
+
+// MaxRootLen is the longest root prefix, in bytes.
+const MaxRootLen = backend.MaxKeyLen - MaxNameLen - len(Prefix) - 1
+
+// NameError is the error for a refused state name. It matches
+// [ErrInvalidName] with errors.Is, and also [ErrReservedName] when the name
+// is reserved.
+type NameError struct {
+	Name   string // the refused name
+	Reason string // why, in words
+	// Reserved reports that the name is well formed but reserved for
+	// cairn-state's own objects (it starts with '.').
+	Reserved bool
+}
+
+func (e *NameError) Error() string {
+	shown := e.Name
+	if len(shown) > 64 {
+		shown = shown[:64] + "…"
+	}
+	return fmt.Sprintf("state name %q: %s", shown, e.Reason)
+}
+
+// Is makes errors.Is match ErrInvalidName, and ErrReservedName for
+// reserved names.
+func (e *NameError) Is(target error) bool {
+	return target == ErrInvalidName || (e.Reserved && target == ErrReservedName)
+}
+
+// ValidateName reports whether name is a valid state name for applications:
+// non-empty UTF-8 of at most MaxNameLen bytes, made of '/'-separated
+// segments, none of them empty, "." or "..", not starting with '/', with no
+// control character and no backslash, and not starting with '.' (those
+// names are reserved for cairn-state's own objects, such as the lock). The
+// error is a *NameError.
+func ValidateName(name string) error {
+	return validateName(name, false)
+}
+
+func validateName(name string, internal bool) error {
+	bad := func(why string) error { return &NameError{Name: name, Reason: why} }
+	switch {
+	case name == "":
+		return bad("empty")
+	case len(name) > MaxNameLen:
+		return bad(fmt.Sprintf("%d bytes, longer than %d", len(name), MaxNameLen))
+	case !utf8.ValidString(name):
+		return bad("not valid UTF-8")
+	case name[0] == '/':
+		return bad("absolute (starts with '/'); names are relative to the store")
+	}
+	for _, r := range name {
+		switch {
+		case unicode.IsControl(r):
+			return bad("contains a control character")
+		case r == '\\':
+			return bad("contains a backslash")
+		}
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		switch seg {
+		case "":
+			return bad("has an empty path segment (trailing or doubled '/')")
+		case ".", "..":
+			return bad("has a '" + seg + "' path segment; names cannot leave the store")
+		}
+	}
+	if name[0] == '.' && !internal {
+		return &NameError{Name: name, Reason: "names starting with '.' are reserved for cairn-state's own objects", Reserved: true}
+	}
+	return nil
+}
+
+// validatePrefix checks a List prefix: empty, or a string that would be a
+// valid name if a final segment were appended.
+func validatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if err := validateName(prefix+"x", true); err != nil {
+		ne := err.(*NameError)
+		return &NameError{Name: prefix, Reason: "as a list prefix: " + ne.Reason}
+	}
+	return nil
+}
+
+// normalizeRoot trims one trailing '/' from root and checks it.
+func normalizeRoot(root string) (string, error) {
+	root = strings.TrimSuffix(root, "/")
+	if root == "" {
+		return "", nil
+	}
+	bad := func(why string) error { return fmt.Errorf("%w %q: %s", ErrInvalidRoot, root, why) }
+	if root[0] == '/' {
+		return "", bad("absolute (starts with '/')")
+	}
+	if len(root) > MaxRootLen {
+		return "", bad(fmt.Sprintf("%d bytes, longer than %d", len(root), MaxRootLen))
+	}
+	if err := backend.ValidateKey(root); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidRoot, err)
+	}
+	for seg := range strings.SplitSeq(root, "/") {
+		if strings.EqualFold(seg, strings.TrimSuffix(Prefix, "/")) {
+			return "", bad("contains the reserved segment " + Prefix)
+		}
+	}
+	return root, nil
+}
+
+// reservedPrefix is the key prefix under which a store with this
+// (normalized) root keeps its objects.
+func reservedPrefix(root string) string {
+	if root == "" {
+		return Prefix
+	}
+	return root + "/" + Prefix
+}
