@@ -1,0 +1,241 @@
+// Package garage starts a real Garage (Deuxfleurs' S3 store) for a test: a
+// throwaway single-node cluster on loopback with its layout applied and a
+// key that may create buckets. Garage accepts conditional-write headers
+// and ignores them, so this is where the no-compare-and-swap path of the
+// backend and the advisory lock run against a real server.
+//
+// # Where Garage comes from
+//
+// Process mode runs a garage binary from $GARAGE_BIN, else `garage` on
+// PATH, else $HOME/.cache/cairn-state/garage-2.5.0/bin/garage, where
+// scripts/install-garage.sh (run by make test) builds it from crates.io.
+// Without a binary, container mode runs the dxflrs/garage image when a
+// Docker engine answers (`docker info` succeeds). With neither, the test is
+// skipped, or fails when CAIRN_REQUIRE_SERVERS=1; see
+// [testutil.RequireServer].
+package garage
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/state/testutil"
+)
+
+// Version is the Garage release the tests are pinned to (the binary built
+// by scripts/install-garage.sh and the container image's tag).
+const Version = "2.5.0"
+
+// Image is the container image used when no binary is found and a Docker
+// engine answers.
+const Image = "dxflrs/garage:v" + Version
+
+// Region is the s3_region of the test cluster; requests must be signed for
+// it.
+const Region = "garage"
+
+// HowTo says how to get Garage; it is the skip message's advice.
+const HowTo = "run `bash scripts/install-garage.sh` (make test does; a cargo build of garage " + Version +
+	" from crates.io, cached in $HOME/.cache/cairn-state), or set GARAGE_BIN to a garage " + Version +
+	" binary, or start a Docker engine so the " + Image + " image can be used"
+
+// Server is a Garage node started for one test. Its S3Server fields and
+// methods give the endpoint, credentials, fresh buckets, backends and URLs.
+type Server struct {
+	testutil.S3Server
+	// Dir holds the node's configuration, metadata and data.
+	Dir string
+	// ConfigPath is the node's garage.toml (inside the container in
+	// container mode).
+	ConfigPath string
+
+	cli func(ctx context.Context, args ...string) ([]byte, error)
+}
+
+// Start starts a single-node Garage and stops it when the test ends.
+// Bring-up (server, layout, key) takes about a second, so each test gets
+// its own node.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := testutil.FindBinary("GARAGE_BIN", "garage", testutil.CachePath("garage-"+Version+"/bin/garage"))
+	if err != nil {
+		t.Fatalf("garage: %v", err)
+	}
+	if bin == "" {
+		if dockerAnswers() {
+			return startContainer(t)
+		}
+		testutil.RequireServer(t, "garage", HowTo)
+	}
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		s, p, err := startProcess(t, bin, attempt)
+		if err == nil {
+			return s
+		}
+		lastErr = err
+		if p == nil || !testutil.PortInUse(p.LogTail(40)) {
+			break
+		}
+		p.Stop()
+	}
+	t.Fatalf("starting garage (%s): %v", bin, lastErr)
+	return nil
+}
+
+// config is a throwaway single-node configuration (Garage v2 syntax).
+func config(metaDir, dataDir, rpcAddr, s3Addr string) string {
+	return fmt.Sprintf(`metadata_dir = %q
+data_dir = %q
+db_engine = "sqlite"
+replication_factor = 1
+rpc_bind_addr = %q
+rpc_secret = %q
+
+[s3_api]
+s3_region = %q
+api_bind_addr = %q
+`, metaDir, dataDir, rpcAddr, randomHex(32), Region, s3Addr)
+}
+
+func startProcess(t testing.TB, bin string, attempt int) (*Server, *testutil.Process, error) {
+	dir := t.TempDir()
+	s3Addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	rpcAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	cfgPath := filepath.Join(dir, "garage.toml")
+	cfg := config(filepath.Join(dir, "meta"), filepath.Join(dir, "data"), rpcAddr, s3Addr)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, nil, err
+	}
+	p, err := testutil.StartProcess(t, "garage", filepath.Join(dir, fmt.Sprintf("garage-%d.log", attempt)), bin, "-c", cfgPath, "server")
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &Server{
+		S3Server:   testutil.S3Server{Endpoint: "http://" + s3Addr, Region: Region, Name: "garage"},
+		Dir:        dir,
+		ConfigPath: cfgPath,
+		cli: func(ctx context.Context, args ...string) ([]byte, error) {
+			return run(ctx, bin, append([]string{"-c", cfgPath}, args...)...)
+		},
+	}
+	if err := s.bringUp(p); err != nil {
+		return nil, p, err
+	}
+	return s, p, nil
+}
+
+// bringUp waits for the node to answer, then sets it up (Garage's own
+// integration tests do the same).
+func (s *Server) bringUp(p *testutil.Process) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// /health answers before a layout exists; `garage status` is the
+	// readiness signal.
+	if err := p.WaitReady(30*time.Second, func() error {
+		_, err := s.cli(ctx, "status")
+		return err
+	}); err != nil {
+		return err
+	}
+	return s.setup(ctx)
+}
+
+// setup applies a one-node layout, imports a key allowed to create buckets
+// and waits for the S3 port; the node must already answer `garage status`.
+func (s *Server) setup(ctx context.Context) error {
+	out, err := s.cli(ctx, "node", "id", "-q")
+	if err != nil {
+		return err
+	}
+	id := nodeID.FindString(string(out))
+	if id == "" {
+		return fmt.Errorf("garage node id: no node id in %q", out)
+	}
+	s.AccessKey = "GK" + randomHex(12)
+	s.SecretKey = randomHex(32)
+	for _, args := range [][]string{
+		{"layout", "assign", "-z", "dc1", "-c", "1G", id},
+		{"layout", "apply", "--version", "1"},
+		{"key", "import", "--yes", "-n", "cairn-test", s.AccessKey, s.SecretKey},
+		{"key", "allow", "--create-bucket", s.AccessKey},
+	} {
+		if _, err := s.cli(ctx, args...); err != nil {
+			return err
+		}
+	}
+	// The S3 port comes up with the node; wait until it accepts.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := dial(s.Endpoint)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("garage S3 API at %s: %w", s.Endpoint, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// CLI runs a garage command against this node (`garage -c CONFIG ARGS…`,
+// or through `docker exec` in container mode) and returns its output.
+func (s *Server) CLI(t testing.TB, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := s.cli(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+var nodeID = regexp.MustCompile(`[0-9a-f]{64}`)
+
+func run(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(redactArgs(args), " "), err, strings.TrimSpace(out.String()))
+	}
+	return out.Bytes(), nil
+}
+
+// redactArgs hides the secret of `key import` in error messages.
+func redactArgs(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if i > 0 && len(out[i]) == 64 && out[i-1] != "" && strings.HasPrefix(out[i-1], "GK") {
+			out[i] = "<secret>"
+		}
+	}
+	return out
+}
+
+func dial(endpoint string) error {
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(endpoint, "http://"), time.Second)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
