@@ -69,11 +69,14 @@ func (a *ageSealer) Open(name string, sealed []byte) ([]byte, error) {
 	return plain[k+int(n):], nil
 }
 
+// newSealer returns the sealer the store's tests use.
+func newSealer(t testing.TB) store.Sealer { return newAgeSealer(t) }
+
 // newStore returns a store over a fresh in-memory backend.
 func newStore(t testing.TB, opts store.Options) (*store.Store, *mem.Backend) {
 	t.Helper()
 	b := mem.New(mem.Options{})
-	s, err := store.Open(b, newAgeSealer(t), opts)
+	s, err := store.Open(b, newSealer(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
