@@ -178,4 +178,3 @@ func testRawConcurrentUpdates(t *testing.T, u s3Under, cas bool) {
 	}
 	t.Logf("without conditional writes: %d of %d concurrent increments survived", n, writers*each)
 }
-
