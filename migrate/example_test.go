@@ -1,0 +1,57 @@
+package migrate_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"filippo.io/age"
+
+	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/migrate"
+	"github.com/cairnhq/state/store"
+)
+
+func ExampleRun() {
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	env, _ := envelope.New([]age.Identity{id}, nil)
+	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
+
+	// Migrations run only while the instance lock is held.
+	lk, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer lk.Release(ctx)
+
+	ms := []migrate.Migration{{
+		ID:          "0001-default-greeting",
+		Description: "write the default greeting",
+		Up: func(ctx context.Context, st *store.Store) error {
+			// Idempotent: keep a greeting that is already there.
+			_, err := st.Update(ctx, "greeting", func(old []byte, exists bool) ([]byte, error) {
+				if exists {
+					return old, nil
+				}
+				return []byte("hello"), nil
+			})
+			return err
+		},
+	}}
+	res, err := migrate.Run(ctx, lk, st, ms, migrate.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("ran:", res.Ran)
+
+	steps, _ := migrate.Plan(ctx, st, ms)
+	for _, s := range steps {
+		fmt.Printf("%s: %s\n", s.ID, s.State)
+	}
+	// Output:
+	// ran: [0001-default-greeting]
+	// 0001-default-greeting: applied
+}
