@@ -52,7 +52,7 @@ type Options struct {
 	// its conditional write before it gives up with ErrConflict; 0 means
 	// DefaultUpdateAttempts.
 	UpdateAttempts int
-	// Logger receives debug records (never values or keys material); nil
+	// Logger receives debug records (names only, never values); nil
 	// means slog.Default().
 	Logger *slog.Logger
 }

@@ -1,0 +1,182 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/store"
+	"github.com/cairnhq/state/testutil/versitygw"
+)
+
+// BenchmarkVersitygw measures the store against raw aws-sdk-go-v2 calls on
+// the same versitygw, in the same run: */store is the store (seal or open
+// included), */raw the bare SDK call on the same bytes. Both use the same
+// HTTP transport settings and checksum policy, so the ratio is the store's
+// own cost.
+//
+//	go test -run x -bench Versitygw -count 5 ./store
+func BenchmarkVersitygw(b *testing.B) {
+	srv := versitygw.Start(b)
+	bucket := srv.NewBucket(b)
+	httpClient := benchHTTPClient(b)
+	opts := srv.Options(bucket)
+	opts.HTTPClient = httpClient
+	opts.Logger = slog.New(slog.DiscardHandler)
+	be, err := s3.New(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := store.Open(be, newSealer(b), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := awss3.New(awss3.Options{
+		Region:                     srv.Region,
+		Credentials:                credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
+		BaseEndpoint:               aws.String(srv.Endpoint),
+		UsePathStyle:               true,
+		HTTPClient:                 httpClient,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+	ctx := context.Background()
+	value := make([]byte, 4<<10)
+	rand.Read(value)
+
+	rawPut := func(key string, data []byte) error {
+		_, err := raw.PutObject(ctx, &awss3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))})
+		return err
+	}
+	rawGet := func(key string) ([]byte, error) {
+		out, err := raw.GetObject(ctx, &awss3.GetObjectInput{Bucket: &bucket, Key: &key})
+		if err != nil {
+			return nil, err
+		}
+		defer out.Body.Close()
+		return io.ReadAll(out.Body)
+	}
+
+	if _, err := st.Put(ctx, "one", value, store.PutOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := rawPut("raw/one", value); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Get4KiB/store", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := st.Get(ctx, "one"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Get4KiB/raw", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := rawGet("raw/one"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Put4KiB/store", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.Put(ctx, "one", value, store.PutOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Put4KiB/raw", func(b *testing.B) {
+		b.SetBytes(int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := rawPut("raw/one", value); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+
+	const objects, concurrency = 1000, store.DefaultConcurrency
+	names := make([]string, objects)
+	rawKeys := make([]string, objects)
+	{
+		var wg sync.WaitGroup
+		var next atomic.Int64
+		var failed atomic.Pointer[error]
+		for range concurrency {
+			wg.Go(func() {
+				for i := int(next.Add(1) - 1); i < objects; i = int(next.Add(1) - 1) {
+					names[i] = fmt.Sprintf("many/%04d", i)
+					rawKeys[i] = "raw/many/" + names[i]
+					if _, err := st.Put(ctx, names[i], value, store.PutOptions{}); err != nil {
+						failed.Store(&err)
+					}
+					if err := rawPut(rawKeys[i], value); err != nil {
+						failed.Store(&err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if p := failed.Load(); p != nil {
+			b.Fatal(*p)
+		}
+	}
+	b.Run("Load1000x4KiB/store-GetMany", func(b *testing.B) {
+		b.SetBytes(objects * int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := st.GetMany(ctx, names, concurrency); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Load1000x4KiB/raw", func(b *testing.B) {
+		b.SetBytes(objects * int64(len(value)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var wg sync.WaitGroup
+			var next atomic.Int64
+			var failed atomic.Pointer[error]
+			for range concurrency {
+				wg.Go(func() {
+					for i := int(next.Add(1) - 1); i < objects; i = int(next.Add(1) - 1) {
+						if _, err := rawGet(rawKeys[i]); err != nil {
+							failed.Store(&err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if p := failed.Load(); p != nil {
+				b.Fatal(*p)
+			}
+		}
+	})
+}
+
+// benchHTTPClient keeps enough idle connections for the benchmark's
+// concurrency, for the store and the raw client alike, and closes them at
+// the end.
+func benchHTTPClient(b *testing.B) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * store.DefaultConcurrency
+	b.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}

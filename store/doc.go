@@ -1,0 +1,65 @@
+// Package store keeps an application's instance state — keys it generated,
+// tokens, small databases — sealed in a storage backend, under the reserved
+// folder <root>/.cairn-state/.
+//
+// A [Store] maps state names ("keys/signing.pem", "db/app.sqlite") to
+// objects at <root>/.cairn-state/<name>. Every value is sealed by a
+// [Sealer] (in practice *envelope.Envelope) before it leaves the process,
+// and bound to its name, so the storage operator sees ciphertext only and
+// an object copied to another name does not open. The binding is to the
+// state name, not to the full key: a store whose root prefix moved still
+// opens its objects.
+//
+// # Names
+//
+// Names are '/'-separated, relative, and checked before any storage is
+// touched ([ValidateName]): empty names, absolute names, "." and ".."
+// segments, control characters, backslashes and names over [MaxNameLen]
+// bytes are refused with a [*NameError] (errors.Is(err, [ErrInvalidName])).
+// Names starting with '.' are reserved for cairn-state's own objects (the
+// lock ".lock", the migration log ".migrations"); only the
+// [Store.Internal] view accepts and lists them.
+//
+// # Writes and atomicity
+//
+// Each Put is one object write: readers see the old or the new value,
+// never a mix. [Store.Update] is a read-modify-write that is atomic
+// (compare-and-swap, retried on conflict a bounded number of times) on
+// backends with conditional writes, and last-writer-wins on backends
+// without them, such as Garage; [Store.ConditionalWrites] says which. There
+// are no multi-object transactions. See docs/adr/0007-atomicity-and-the-config-state-line.md.
+//
+// # Fencing
+//
+// [Store.WithFence] returns a view whose writes fail with [ErrFenced] once
+// its [Fence] — the instance lock — reports that the lock was lost. Reads
+// keep working.
+//
+// # Size limit
+//
+// A store accepts sealed objects up to Options.MaxObjectSize
+// ([DefaultMaxObjectSize] by default). Larger writes are refused; larger
+// (or hostile, endless) stored objects fail to read with [ErrTooLarge]
+// without being read into memory.
+//
+// # Typed values and bulk reads
+//
+// [PutJSON], [GetJSON] and [UpdateJSON] keep JSON values together with the
+// application's schema version, so a reader can tell an old value from a
+// new one. [Store.GetMany] reads many objects with bounded concurrency.
+//
+// # Sharing a bucket with the application
+//
+// [Guard] wraps a backend for the application's own objects in the same
+// bucket or directory: it refuses every operation under the reserved
+// prefix and hides it from listings, so application code cannot read or
+// clobber state.
+//
+// # Errors
+//
+// Errors name the object and wrap a sentinel: [ErrNotFound] (which is
+// backend.ErrNotFound), [ErrPreconditionFailed], [ErrUnsupported],
+// [ErrInvalidName], [ErrReservedName], [ErrTooLarge], [ErrFenced],
+// [ErrConflict], [ErrBadJSON], [ErrReservedKey], or the sealer's own errors
+// (wrong key, tampered) and context errors, all reachable with errors.Is.
+package store
