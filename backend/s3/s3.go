@@ -239,7 +239,8 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 
 // Delete implements backend.Backend. S3 answers success for a missing key,
 // so an unconditional delete of a missing key returns nil; a conditional
-// one fails with ErrPreconditionFailed.
+// one fails with ErrPreconditionFailed (a HeadObject precedes the
+// conditional DeleteObject to tell, as not every server does).
 func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
 	if err := backend.ValidateKey(key); err != nil {
 		return err
@@ -252,6 +253,19 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 			return b.unsupported(op, key)
 		}
 		in.IfMatch = aws.String(opts.IfVersion)
+		// Some servers (versitygw) answer 204 to a conditional delete of
+		// a missing key, which the contract reports as a failed
+		// condition; look first. If the object vanishes between the two
+		// requests the delete still reports success, which leaves the
+		// caller with what it asked for: no object of that version.
+		head, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key})
+		if err != nil {
+			return b.mapErr(ctx, op, key, true, err)
+		}
+		if aws.ToString(head.ETag) != opts.IfVersion {
+			return fmt.Errorf("s3: %s %q in bucket %q: the object has version %s: %w",
+				op, key, b.bucket, aws.ToString(head.ETag), backend.ErrPreconditionFailed)
+		}
 	}
 	if _, err := b.client.DeleteObject(ctx, in); err != nil {
 		return b.mapErr(ctx, op, key, in.IfMatch != nil, err)
