@@ -1,0 +1,107 @@
+package state
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/migrate"
+)
+
+// The environment variables that ConfigFromEnv reads.
+const (
+	// EnvURL holds the backend URL (see OpenBackend).
+	EnvURL = "CAIRN_STATE_URL"
+	// EnvIdentity holds the path of an age identity file (as written by
+	// age-keygen or `cairn-state keygen`) or of an SSH private key. Several
+	// paths may be given, separated by the OS path list separator (':' on
+	// Unix), for example an old and a new key during a rotation.
+	EnvIdentity = "CAIRN_STATE_IDENTITY"
+	// EnvRecipients holds extra recipients every object is also sealed to,
+	// such as a recovery key, separated by commas or newlines (SSH
+	// recipients contain spaces).
+	EnvRecipients = "CAIRN_STATE_RECIPIENTS"
+)
+
+// Config configures Open. URL (or Backend) and at least one identity are
+// required; everything else has a default.
+type Config struct {
+	// URL is the backend: file:///abs/path, file:rel/path or
+	// s3://BUCKET[/ROOT/PREFIX]?endpoint=URL&region=R&path_style=true&conditional=auto|on|off.
+	URL string
+	// Backend, when not nil, is used instead of URL, with Root as the root
+	// prefix. For tests and for applications that build their own backend.
+	Backend backend.Backend
+	// Root is the root prefix used with Backend; ignored with URL.
+	Root string
+
+	// IdentityFiles are age identity files or SSH private keys. Objects
+	// open with any of them, and are sealed to the recipients of all of
+	// them (plus Recipients).
+	IdentityFiles []string
+	// Identities are identities given directly, used after IdentityFiles.
+	Identities []age.Identity
+	// Recipients are extra recipients in age's text form (age1…, ssh-…)
+	// that every object is also sealed to, e.g. a recovery key.
+	Recipients []string
+
+	// InstanceID names this instance in the lock; empty means the host
+	// name, so that a restarted container takes its own lock back at once.
+	InstanceID string
+	// HeartbeatInterval is how often the lock is refreshed; 0 means the
+	// lock package's default (60s).
+	HeartbeatInterval time.Duration
+	// StaleAfter is how old a lock's heartbeat must be before another
+	// instance takes it over; 0 means the lock package's default (5m).
+	StaleAfter time.Duration
+	// WaitForStale makes Open wait for a live foreign lock to go stale
+	// instead of failing at once.
+	WaitForStale bool
+
+	// Migrations run, in order, once the lock is held.
+	Migrations []migrate.Migration
+	// AllowUnknownMigrations lets Open proceed when the migration log has
+	// applied steps that Migrations does not contain (a downgrade).
+	AllowUnknownMigrations bool
+
+	// MaxObjectSize is the store's largest sealed object; 0 means the
+	// store's default.
+	MaxObjectSize int64
+	// Logger receives the boot's progress; nil means slog.Default(). No
+	// secret (identity, passphrase, plaintext) is ever logged.
+	Logger *slog.Logger
+}
+
+// ConfigFromEnv returns a Config with URL, IdentityFiles and Recipients
+// taken from CAIRN_STATE_URL, CAIRN_STATE_IDENTITY and
+// CAIRN_STATE_RECIPIENTS. Unset variables leave their fields empty; set the
+// remaining fields (migrations, logger, …) on the result.
+func ConfigFromEnv() Config {
+	var c Config
+	c.URL = strings.TrimSpace(os.Getenv(EnvURL))
+	for _, p := range filepath.SplitList(os.Getenv(EnvIdentity)) {
+		if p = strings.TrimSpace(p); p != "" {
+			c.IdentityFiles = append(c.IdentityFiles, p)
+		}
+	}
+	c.Recipients = SplitRecipients(os.Getenv(EnvRecipients))
+	return c
+}
+
+// SplitRecipients splits a list of recipients separated by commas or
+// newlines, dropping blanks and lines starting with '#' (so that a
+// recipients file as age -R reads it works too).
+func SplitRecipients(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if f = strings.TrimSpace(f); f != "" && !strings.HasPrefix(f, "#") {
+			out = append(out, f)
+		}
+	}
+	return out
+}

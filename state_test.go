@@ -1,0 +1,361 @@
+package state_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"go.uber.org/goleak"
+
+	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/migrate"
+	"github.com/cairnhq/state/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// identityFile writes a fresh identity to a 0600 file and returns its path
+// and recipient.
+func identityFile(t *testing.T) (string, *age.X25519Identity) {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "identity.txt")
+	if err := os.WriteFile(p, []byte("# test identity\n"+id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, id
+}
+
+func openT(t *testing.T, cfg state.Config) *state.Instance {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quiet()
+	}
+	inst, err := state.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Close(context.Background()) })
+	return inst
+}
+
+func TestOpen_FileURL_BootsRunsMigrationsAndStoreIsFencedByTheLock(t *testing.T) {
+	ctx := context.Background()
+	idFile, _ := identityFile(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	ran := 0
+	cfg := state.Config{
+		URL:           "file://" + dir,
+		IdentityFiles: []string{idFile},
+		InstanceID:    "pod-a",
+		Migrations: []migrate.Migration{{ID: "0001", Up: func(ctx context.Context, st *store.Store) error {
+			ran++
+			_, err := st.Put(ctx, "hello", []byte("world"), store.PutOptions{})
+			return err
+		}}},
+		Logger: quiet(),
+	}
+	inst, err := state.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := inst.Lock().Record(); rec.InstanceID != "pod-a" || rec.Epoch == 0 {
+		t.Fatalf("lock record = %+v", rec)
+	}
+	if fmt := inst.Migrations(); len(fmt.Ran) != 1 || ran != 1 {
+		t.Fatalf("migrations = %+v", fmt)
+	}
+	if v, _, err := inst.Store().Get(ctx, "hello"); err != nil || string(v) != "world" {
+		t.Fatalf("get hello: %q, %v", v, err)
+	}
+	if _, err := inst.Store().Put(ctx, ".sneaky", []byte("x"), store.PutOptions{}); !errors.Is(err, store.ErrReservedName) {
+		t.Fatalf("the instance store accepted a reserved name: %v", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("state directory: %v, %v", fi, err)
+	}
+
+	if err := inst.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inst.Store().Put(ctx, "after-close", []byte("x"), store.PutOptions{}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("write after Close: %v, want ErrFenced", err)
+	}
+	if err := inst.Close(ctx); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+
+	// Released: the next instance boots at once; the migration is not rerun.
+	cfg.InstanceID = "pod-b"
+	next := openT(t, cfg)
+	if ran != 1 || next.Migrations().AlreadyApplied != 1 {
+		t.Fatalf("second boot reran migrations: ran %d, %+v", ran, next.Migrations())
+	}
+}
+
+func TestOpen_EachFailingStage_IsNamedInTheError(t *testing.T) {
+	idFile, id := identityFile(t)
+	shared := mem.New(mem.Options{})
+	holder := openT(t, state.Config{Backend: shared, Identities: []age.Identity{id}, InstanceID: "pod-a"})
+	_ = holder
+	failing := []migrate.Migration{{ID: "0001-broken", Up: func(context.Context, *store.Store) error {
+		return errors.New("column missing")
+	}}}
+
+	cases := []struct {
+		name  string
+		cfg   state.Config
+		stage state.Stage
+		is    error
+		says  string
+	}{
+		{"empty URL", state.Config{IdentityFiles: []string{idFile}}, state.StageBackend, state.ErrBadURL, "CAIRN_STATE_URL"},
+		{"unknown scheme", state.Config{URL: "ftp://x/y", IdentityFiles: []string{idFile}}, state.StageBackend, state.ErrBadURL, "unknown scheme"},
+		{"bad s3 URL", state.Config{URL: "s3://bucket?colour=blue", IdentityFiles: []string{idFile}}, state.StageBackend, state.ErrBadURL, "colour"},
+		{"no identity", state.Config{Backend: mem.New(mem.Options{})}, state.StageEnvelope, state.ErrNoIdentity, "cairn-state keygen"},
+		{"missing identity file", state.Config{Backend: mem.New(mem.Options{}), IdentityFiles: []string{"/nonexistent/id.txt"}}, state.StageEnvelope, os.ErrNotExist, "/nonexistent/id.txt"},
+		{"bad recipient", state.Config{Backend: mem.New(mem.Options{}), IdentityFiles: []string{idFile}, Recipients: []string{"age1notarecipient"}}, state.StageEnvelope, nil, "age1notarecipient"},
+		{"bad root", state.Config{Backend: mem.New(mem.Options{}), Root: "../up", IdentityFiles: []string{idFile}}, state.StageStore, store.ErrInvalidRoot, ""},
+		{"live foreign lock", state.Config{Backend: shared, IdentityFiles: []string{idFile}, InstanceID: "pod-b"}, state.StageLock, lock.ErrHeld, `held by "pod-a"`},
+		{"failing migration", state.Config{Backend: mem.New(mem.Options{}), IdentityFiles: []string{idFile}, Migrations: failing}, state.StageMigrations, nil, "column missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.cfg.Logger = quiet()
+			inst, err := state.Open(context.Background(), c.cfg)
+			if err == nil {
+				_ = inst.Close(context.Background())
+				t.Fatal("Open succeeded")
+			}
+			var oe *state.OpenError
+			if !errors.As(err, &oe) || oe.Stage != c.stage {
+				t.Fatalf("err = %v, want an OpenError at stage %s", err, c.stage)
+			}
+			if !strings.HasPrefix(err.Error(), "state: open: "+string(c.stage)+": ") {
+				t.Errorf("message does not start with the stage: %v", err)
+			}
+			if c.is != nil && !errors.Is(err, c.is) {
+				t.Errorf("err = %v, want it to match %v", err, c.is)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Errorf("err = %v, want it to say %q", err, c.says)
+			}
+		})
+	}
+}
+
+func TestOpen_FailedMigration_ReleasesTheLockSoAFixedBinaryBootsAtOnce(t *testing.T) {
+	_, id := identityFile(t)
+	b := mem.New(mem.Options{})
+	cfg := state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a", Logger: quiet(),
+		Migrations: []migrate.Migration{{ID: "0001", Up: func(context.Context, *store.Store) error { return errors.New("bug") }}}}
+	if _, err := state.Open(context.Background(), cfg); err == nil {
+		t.Fatal("Open succeeded")
+	}
+	assertNoLock(t, b)
+
+	cfg.InstanceID = "pod-b" // another instance: it would be refused if the lock were left behind
+	cfg.Migrations[0].Up = func(context.Context, *store.Store) error { return nil }
+	inst := openT(t, cfg)
+	if got := inst.Migrations().Rerun; len(got) != 1 {
+		t.Fatalf("the failed step was not rerun: %+v", inst.Migrations())
+	}
+}
+
+func TestOpen_ContextCancelledDuringMigrations_FailsAndReleases(t *testing.T) {
+	_, id := identityFile(t)
+	b := mem.New(mem.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := state.Config{Backend: b, Identities: []age.Identity{id}, Logger: quiet(),
+		Migrations: []migrate.Migration{{ID: "0001-slow", Up: func(ctx context.Context, _ *store.Store) error {
+			cancel() // SIGTERM arrives mid-migration
+			<-ctx.Done()
+			return ctx.Err()
+		}}}}
+	_, err := state.Open(ctx, cfg)
+	var oe *state.OpenError
+	if !errors.As(err, &oe) || oe.Stage != state.StageMigrations || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want stage migrations and context.Canceled", err)
+	}
+	assertNoLock(t, b)
+}
+
+func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing.T) {
+	ctx := context.Background()
+	_, id := identityFile(t)
+	b := mem.New(mem.Options{})
+	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a",
+		HeartbeatInterval: 20 * time.Millisecond, StaleAfter: time.Second})
+
+	// An operator force-breaks pod-a's lock and pod-b takes over.
+	env, err := envelope.New([]age.Identity{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := store.Open(b, env, store.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Break(ctx, raw, lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Release(ctx) })
+
+	select {
+	case <-inst.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the instance did not notice the loss")
+	}
+	if inst.Context().Err() == nil {
+		t.Fatal("instance context not cancelled on loss")
+	}
+	if _, err := inst.Store().Put(ctx, "late", []byte("x"), store.PutOptions{}); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("write after loss: %v", err)
+	}
+	err = inst.Close(ctx)
+	if !errors.Is(err, lock.ErrLost) || !strings.Contains(err.Error(), "left to its new holder") {
+		t.Fatalf("Close = %v, want lock.ErrLost", err)
+	}
+	s, err := lock.Inspect(ctx, raw, time.Second)
+	if err != nil || !s.Present || s.Record.InstanceID != "pod-b" || s.Record.AcquisitionID != other.Record().AcquisitionID {
+		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
+	}
+}
+
+func TestOpenBackend_FileURLs(t *testing.T) {
+	t.Chdir(t.TempDir())
+	abs := filepath.Join(t.TempDir(), "abs state")
+	cases := []struct {
+		url  string
+		dir  string // where objects must land
+		fail string
+	}{
+		{url: "file://" + filepath.ToSlash(abs), dir: abs},
+		{url: "file:///" + strings.TrimPrefix(filepath.ToSlash(abs), "/") + "/nested", dir: filepath.Join(abs, "nested")},
+		{url: "file:rel/state", dir: "rel/state"},
+		{url: "file:rel%20with%20space", dir: "rel with space"},
+		{url: "file://localhost" + filepath.ToSlash(abs) + "/lh", dir: filepath.Join(abs, "lh")},
+		{url: "file://otherhost/x", fail: "only local directories"},
+		{url: "file:///x?sync=1", fail: "no query"},
+		{url: "file:", fail: "no path"},
+		{url: "/just/a/path", fail: "unknown scheme"},
+	}
+	for _, c := range cases {
+		t.Run(c.url, func(t *testing.T) {
+			b, root, err := state.OpenBackend(context.Background(), c.url, quiet())
+			if c.fail != "" {
+				if !errors.Is(err, state.ErrBadURL) || !strings.Contains(err.Error(), c.fail) {
+					t.Fatalf("err = %v, want ErrBadURL saying %q", err, c.fail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if root != "" {
+				t.Errorf("root = %q", root)
+			}
+			if _, err := b.Put(context.Background(), "probe/key", []byte("x"), backend.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The same directory opened by path holds the object.
+			direct, err := fs.New(c.dir, fs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, _, err := direct.Get(context.Background(), "probe/key")
+			if err != nil {
+				t.Fatalf("object not under %s: %v", c.dir, err)
+			}
+			rc.Close()
+		})
+	}
+}
+
+func TestConfigFromEnv_ReadsURLIdentitiesAndRecipients(t *testing.T) {
+	t.Setenv(state.EnvURL, " s3://bucket/root?region=garage ")
+	t.Setenv(state.EnvIdentity, "/keys/new.txt"+string(os.PathListSeparator)+"/keys/old.txt")
+	t.Setenv(state.EnvRecipients, "age1aaa, age1bbb\nssh-ed25519 AAAAC3 recovery@laptop\n# a comment\n")
+	c := state.ConfigFromEnv()
+	if c.URL != "s3://bucket/root?region=garage" {
+		t.Errorf("URL = %q", c.URL)
+	}
+	if strings.Join(c.IdentityFiles, "|") != "/keys/new.txt|/keys/old.txt" {
+		t.Errorf("IdentityFiles = %q", c.IdentityFiles)
+	}
+	if strings.Join(c.Recipients, "|") != "age1aaa|age1bbb|ssh-ed25519 AAAAC3 recovery@laptop" {
+		t.Errorf("Recipients = %q", c.Recipients)
+	}
+
+	t.Setenv(state.EnvURL, "")
+	t.Setenv(state.EnvIdentity, "")
+	t.Setenv(state.EnvRecipients, "")
+	if c := state.ConfigFromEnv(); c.URL != "" || c.IdentityFiles != nil || c.Recipients != nil {
+		t.Errorf("empty environment gave %+v", c)
+	}
+}
+
+func TestOpen_ExtraRecipient_CanOpenEveryObject(t *testing.T) {
+	ctx := context.Background()
+	_, id := identityFile(t)
+	recovery, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mem.New(mem.Options{})
+	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, Recipients: []string{recovery.Recipient().String()}})
+	if _, err := inst.Store().Put(ctx, "token", []byte("t0k3n"), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The recovery key alone opens the object (in the envelope's emergency
+	// mode, since it cannot authenticate what it did not write).
+	rc, _, err := b.Get(ctx, store.Prefix+"token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := io.ReadAll(rc)
+	rc.Close()
+	recEnv, err := envelope.New([]age.Identity{recovery}, nil, envelope.AllowUnauthenticated(), envelope.WithLogger(quiet()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := recEnv.Open("token", sealed); err != nil || string(got) != "t0k3n" {
+		t.Fatalf("recovery key: %q, %v", got, err)
+	}
+}
+
+// assertNoLock fails unless b holds no lock object.
+func assertNoLock(t *testing.T, b backend.Backend) {
+	t.Helper()
+	rc, _, err := b.Get(context.Background(), store.Prefix+lock.Name)
+	if err == nil {
+		rc.Close()
+		t.Fatal("a lock object was left behind")
+	}
+	if !errors.Is(err, backend.ErrNotFound) {
+		t.Fatal(err)
+	}
+}
