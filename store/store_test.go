@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/store"
 )
 
@@ -136,12 +137,12 @@ func TestOperations_InvalidName_RefusedBeforeStorage(t *testing.T) {
 
 func TestOpen_InvalidRoot_Refused(t *testing.T) {
 	for _, root := range []string{"/abs", "a//b", "../up", "a/../b", "x\x00", "apps/.cairn-state/x", "apps/.CAIRN-STATE", strings.Repeat("r", store.MaxRootLen+1)} {
-		_, err := store.Open(mem.New(mem.Options{}), newAgeSealer(t), store.Options{Root: root})
+		_, err := store.Open(mem.New(mem.Options{}), newSealer(t), store.Options{Root: root})
 		if !errors.Is(err, store.ErrInvalidRoot) {
 			t.Errorf("Open(root %q) = %v, want ErrInvalidRoot", root, err)
 		}
 	}
-	if _, err := store.Open(nil, newAgeSealer(t), store.Options{}); err == nil {
+	if _, err := store.Open(nil, newSealer(t), store.Options{}); err == nil {
 		t.Error("Open(nil backend) succeeded")
 	}
 	if _, err := store.Open(mem.New(mem.Options{}), nil, store.Options{}); err == nil {
@@ -203,7 +204,7 @@ func TestGet_Missing_ErrNotFoundNamingObject(t *testing.T) {
 func TestGet_RootMoved_StillOpens(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	sealer := newAgeSealer(t)
+	sealer := newSealer(t)
 	old, _ := store.Open(b, sealer, store.Options{Root: "old/place"})
 	if _, err := old.Put(ctx, "config/key", []byte("k3y"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -231,11 +232,32 @@ func TestGet_CopiedToAnotherName_FailsToOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := s.Get(ctx, "guest-token")
-	if !errors.Is(err, errNameMismatch) {
-		t.Fatalf("Get of an object copied to another name = %v, want the sealer's name error", err)
+	if !errors.Is(err, envelope.ErrNameMismatch) {
+		t.Fatalf("Get of an object copied to another name = %v, want envelope.ErrNameMismatch", err)
 	}
 	if !strings.Contains(err.Error(), `"guest-token"`) {
 		t.Errorf("error %q does not name the object", err)
+	}
+}
+
+func TestGet_WrongKeyOrTampered_EnvelopeErrorNamingObject(t *testing.T) {
+	ctx := t.Context()
+	b := mem.New(mem.Options{})
+	s, _ := store.Open(b, newSealer(t), store.Options{})
+	if _, err := s.Put(ctx, "token", []byte("secret"), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stranger, _ := store.Open(b, newSealer(t), store.Options{})
+	if _, _, err := stranger.Get(ctx, "token"); !errors.Is(err, envelope.ErrNoIdentity) || !strings.Contains(err.Error(), `"token"`) {
+		t.Errorf("Get with another identity = %v, want envelope.ErrNoIdentity naming the object", err)
+	}
+	raw := rawGet(t, b, ".cairn-state/token")
+	raw[len(raw)-1] ^= 1
+	if _, err := b.Put(ctx, ".cairn-state/token", raw, backend.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, "token"); !errors.Is(err, envelope.ErrTampered) {
+		t.Errorf("Get of a tampered object = %v, want envelope.ErrTampered", err)
 	}
 }
 
@@ -285,7 +307,7 @@ func (endless) Read(p []byte) (int, error) {
 
 func TestGet_DeclaredOversize_RefusedWithoutReading(t *testing.T) {
 	sb := &sizedBackend{Backend: mem.New(mem.Options{}), declared: 1 << 40, body: endless{}}
-	s, err := store.Open(sb, newAgeSealer(t), store.Options{MaxObjectSize: 1 << 20})
+	s, err := store.Open(sb, newSealer(t), store.Options{MaxObjectSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +323,7 @@ func TestGet_DeclaredOversize_RefusedWithoutReading(t *testing.T) {
 func TestGet_SizeLies_ReadStopsJustPastLimit(t *testing.T) {
 	const limit = 1 << 20
 	sb := &sizedBackend{Backend: mem.New(mem.Options{}), declared: 100, body: endless{}}
-	s, err := store.Open(sb, newAgeSealer(t), store.Options{MaxObjectSize: limit})
+	s, err := store.Open(sb, newSealer(t), store.Options{MaxObjectSize: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +381,7 @@ func TestPut_Conditions_CompareAndSwap(t *testing.T) {
 func TestPut_ConditionWithoutCAS_UnsupportedAndNothingWritten(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{NoConditionalWrites: true})
-	s, _ := store.Open(b, newAgeSealer(t), store.Options{})
+	s, _ := store.Open(b, newSealer(t), store.Options{})
 	if s.ConditionalWrites() {
 		t.Fatal("ConditionalWrites() = true on a backend without them")
 	}
@@ -384,7 +406,7 @@ func TestPut_ConditionWithoutCAS_UnsupportedAndNothingWritten(t *testing.T) {
 func TestStat_DescribesWithoutOpening(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	writer, _ := store.Open(b, newAgeSealer(t), store.Options{})
+	writer, _ := store.Open(b, newSealer(t), store.Options{})
 	put, err := writer.Put(ctx, "a", []byte("value"), store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +417,7 @@ func TestStat_DescribesWithoutOpening(t *testing.T) {
 		}
 	}
 	// A store with another key cannot open the object but can describe it.
-	stranger, _ := store.Open(b, newAgeSealer(t), store.Options{})
+	stranger, _ := store.Open(b, newSealer(t), store.Options{})
 	info, err := stranger.Stat(ctx, "a")
 	if err != nil {
 		t.Fatal(err)

@@ -105,7 +105,7 @@ func TestUpdate_AbsentThenPresent_SeesExists(t *testing.T) {
 
 func TestUpdate_NoConditionalWrites_LastWriterWins(t *testing.T) {
 	ctx := t.Context()
-	s, err := store.Open(mem.New(mem.Options{NoConditionalWrites: true}), newAgeSealer(t), store.Options{})
+	s, err := store.Open(mem.New(mem.Options{NoConditionalWrites: true}), newSealer(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

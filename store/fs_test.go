@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cairnhq/state/backend"
+	fsbackend "github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/store"
+)
+
+// TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix writes a
+// known secret through a store on the fs backend, then reads every file in
+// the directory with plain file reads: none contains the secret, and every
+// object file sits below <root>/.cairn-state/.
+func TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	b, err := fsbackend.New(dir, fsbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	const root = "apps/raw"
+	s, err := store.Open(b, newSealer(t), store.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := []byte("the-launch-code-is-0000-and-must-never-be-stored")
+	names := []string{"token", "keys/signing.pem", "db/app.sqlite", "ünïcode name"}
+	for _, n := range names {
+		if _, err := s.Put(ctx, n, secret, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Internal().Put(ctx, ".lock", secret, store.PutOptions{IfAbsent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, "counter", func([]byte, bool) ([]byte, error) { return secret, nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The application's own file, through the guard, beside the state.
+	if _, err := store.Guard(b, root).Put(ctx, root+"/app.txt", []byte("app"), backend.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	objects := 0
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if bytes.Contains(data, secret) || bytes.Contains(data, secret[:16]) {
+			t.Errorf("file %q contains the secret", rel)
+		}
+		// The fs layout names directories "<segment>\"; undo it to get
+		// the key.
+		key := strings.ReplaceAll(filepath.ToSlash(rel), `\/`, "/")
+		switch {
+		case strings.HasPrefix(key, root+"/.cairn-state/"):
+			objects++
+		case key == root+"/app.txt" || strings.HasPrefix(key, "."): // the app's file; the backend's lock file
+		default:
+			t.Errorf("file %q (key %q) is outside %s/.cairn-state/", rel, key, root)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objects != len(names)+2 {
+		t.Errorf("found %d state files, want %d", objects, len(names)+2)
+	}
+}
+
+func TestUpdate_FS_ConcurrentWriters_NoUpdateLost(t *testing.T) {
+	ctx := t.Context()
+	b, err := fsbackend.New(t.TempDir(), fsbackend.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	s, err := store.Open(b, newSealer(t), store.Options{UpdateAttempts: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 5
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				if _, err := s.Update(ctx, "counter", increment); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, _, err := s.Get(ctx, "counter")
+	if err != nil || string(got) != strconv.Itoa(writers*each) {
+		t.Fatalf("counter = %q, %v after %d concurrent increments on fs", got, err, writers*each)
+	}
+}
