@@ -272,7 +272,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	dir := path.Dir(target)
 	version := newVersion()
 
-	tmp, created, err := b.createTemp(dir)
+	f, tmp, created, err := b.createTemp(dir)
 	if err != nil {
 		return backend.Object{}, mapErr("put", key, err)
 	}
@@ -284,7 +284,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 			}
 		}
 	}()
-	modTime, err := b.writeTemp(tmp, version, data)
+	modTime, err := writeTemp(f, version, data)
 	if err != nil {
 		return backend.Object{}, fmt.Errorf("fs: put %q: %w", key, err)
 	}
@@ -334,32 +334,28 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 
 // createTemp creates a fresh temp file in dir, creating dir if needed. It
 // reports whether it had to create directories.
-func (b *Backend) createTemp(dir string) (name string, created bool, err error) {
+func (b *Backend) createTemp(dir string) (f *os.File, name string, created bool, err error) {
 	for range maxMkdirTries {
 		name = path.Join(dir, tempPrefix+newVersion())
 		f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
-			return name, created, f.Close()
+			return f, name, created, nil
 		}
 		if !errors.Is(err, iofs.ErrNotExist) {
-			return "", created, err
+			return nil, "", created, err
 		}
 		// The directory is missing, or a concurrent Delete pruned it.
 		if err := b.root.MkdirAll(dir, 0o700); err != nil {
-			return "", created, err
+			return nil, "", created, err
 		}
 		created = true
 	}
-	return "", created, fmt.Errorf("directory %s keeps disappearing", dir)
+	return nil, "", created, fmt.Errorf("directory %s keeps disappearing", dir)
 }
 
 // writeTemp fills the temp file with the header and data, fsyncs and
 // closes it, and returns its modification time.
-func (b *Backend) writeTemp(name, version string, data []byte) (time.Time, error) {
-	f, err := b.root.OpenFile(name, os.O_WRONLY, 0)
-	if err != nil {
-		return time.Time{}, err
-	}
+func writeTemp(f *os.File, version string, data []byte) (time.Time, error) {
 	defer f.Close()
 	buf := make([]byte, 0, headerLen)
 	buf = append(append(append(buf, magic...), version...), '\n')
