@@ -184,11 +184,12 @@ func (e *Envelope) Seal(name string, plaintext []byte) ([]byte, error) {
 	if len(e.keys) == 0 {
 		return nil, fmt.Errorf("envelope: sealing object %q: %w: no configured identity can authenticate objects", name, ErrInvalidIdentity)
 	}
-	if len(plaintext) > MaxSize {
-		return nil, fmt.Errorf("%w: sealing object %q: %d bytes of plaintext, more than %d", ErrTooLarge, name, len(plaintext), MaxSize)
-	}
 	n := len(e.keys)
 	h := headerLen(len(name), n)
+	// A lower bound of the sealed size, so hopeless plaintexts fail early.
+	if minSealed := h + len(ageIntro) + len(ageFooter) + ageMACB64Len + 1 + streamNonce + len(plaintext) + 16*(len(plaintext)/chunkSize+1); len(plaintext) > MaxSize || minSealed > MaxSize {
+		return nil, fmt.Errorf("%w: sealing object %q: %d bytes of plaintext, too many for a sealed object of at most %d", ErrTooLarge, name, len(plaintext), MaxSize)
+	}
 	w := &appendWriter{b: make([]byte, h, h+ageOverhead(len(plaintext), len(e.recipients))+len(plaintext))}
 	var fileKey []byte
 	rs := slices.Clone(e.recipients)

@@ -81,7 +81,7 @@ func parseHeader(objName string, sealed []byte) (*header, error) {
 		return nil, fmt.Errorf("%w: object %q is %d bytes, more than %d", ErrTooLarge, objName, len(sealed), MaxSize)
 	}
 	if len(sealed) < len(magic)+1 {
-		if len(sealed) > 0 && bytes.HasPrefix([]byte(magic), sealed) {
+		if bytes.HasPrefix([]byte(magic), sealed) { // includes empty
 			return nil, fmt.Errorf("%w: object %q is %d bytes, shorter than a header", ErrTruncated, objName, len(sealed))
 		}
 		return nil, fmt.Errorf("%w: object %q is %d bytes and lacks the %q magic", ErrNotEnvelope, objName, len(sealed), magic)
