@@ -6,7 +6,7 @@ set -euo pipefail
 GARAGE_VERSION=${GARAGE_VERSION:-2.5.0}
 cache=${CAIRN_CACHE:-$HOME/.cache/cairn-state}/garage-$GARAGE_VERSION
 bin=$cache/bin/garage
-if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -q "v$GARAGE_VERSION"; then
+if [ -x "$bin" ] && "$bin" --version 2>/dev/null | grep -qE "(v|:)$GARAGE_VERSION( |$)"; then
   echo "$bin"
   exit 0
 fi
