@@ -1,0 +1,124 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/store"
+)
+
+// Status is what [Inspect] found: the lock as an operator sees it.
+type Status struct {
+	// Present reports that a lock object exists.
+	Present bool
+	// Readable reports that it opened and holds a lock record.
+	Readable bool
+	// Stale reports that it was not refreshed for StaleAfter, on the
+	// storage's clock (an unreadable lock also counts as stale: any
+	// instance would take it over).
+	Stale bool
+	// Record is the lock record, when readable.
+	Record Record
+	// HeartbeatAge is how long ago the object was last written, on the
+	// storage's clock.
+	HeartbeatAge time.Duration
+	// StaleAfter is the horizon used to judge staleness.
+	StaleAfter time.Duration
+	// StaleIn is how long until the lock goes stale without a refresh.
+	StaleIn time.Duration
+	// Version is the backend version of the lock object.
+	Version string
+	// Unreadable says why the object could not be read, when Present and
+	// not Readable.
+	Unreadable string
+}
+
+// Inspect reads the lock of st without changing anything, for `cairn-state
+// lock status`. staleAfter is the horizon to judge staleness by; zero means
+// DefaultStaleAfter. An absent lock is a Status with Present false, not an
+// error.
+func Inspect(ctx context.Context, st *store.Store, staleAfter time.Duration) (Status, error) {
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	obs, err := observe(ctx, st.Internal(), true)
+	if err != nil {
+		return Status{}, err
+	}
+	s := Status{StaleAfter: staleAfter}
+	if !obs.present {
+		return s, nil
+	}
+	s.Present, s.Readable, s.Version = true, obs.readable, obs.info.Version
+	s.HeartbeatAge, s.StaleIn = obs.age, obs.staleIn(staleAfter)
+	if obs.readable {
+		s.Record = obs.rec
+		s.Stale = obs.age >= staleAfter
+	} else {
+		s.Stale = true
+		s.Unreadable = obs.why.Error()
+	}
+	return s, nil
+}
+
+// BreakOptions configure [Break].
+type BreakOptions struct {
+	// Holder must be the current holder's instance id for a live lock to
+	// be broken (with Force); it guards against breaking a lock that
+	// changed hands since the operator looked.
+	Holder string
+	// Force allows breaking a live lock.
+	Force bool
+	// StaleAfter is the horizon to judge staleness by; zero means
+	// DefaultStaleAfter.
+	StaleAfter time.Duration
+}
+
+// Break removes the lock of st for an operator (`cairn-state lock break`):
+// a stale or unreadable lock always; a live one only with opts.Force and
+// opts.Holder equal to the holder's instance id, otherwise it fails with a
+// *HeldError and leaves the lock alone. It returns the record it removed
+// (zero for an unreadable one). It fails with an error wrapping
+// backend.ErrNotFound when there is no lock. Where the backend has
+// conditional writes the delete is conditional on the version inspected,
+// so a lock that changed hands meanwhile is not removed (the error then
+// wraps backend.ErrPreconditionFailed). A holder whose lock is broken
+// learns it at its next heartbeat and stops writing.
+func Break(ctx context.Context, st *store.Store, opts BreakOptions) (Record, error) {
+	staleAfter := opts.StaleAfter
+	if staleAfter <= 0 {
+		staleAfter = DefaultStaleAfter
+	}
+	in := st.Internal()
+	obs, err := observe(ctx, in, true)
+	if err != nil {
+		return Record{}, err
+	}
+	if !obs.present {
+		return Record{}, fmt.Errorf("lock: break: no state lock to break: %w", backend.ErrNotFound)
+	}
+	if obs.readable && obs.age < staleAfter {
+		if !opts.Force || opts.Holder != obs.rec.InstanceID {
+			h := obs.held(staleAfter)
+			h.refusal = fmt.Sprintf("refusing to break a live lock unless forced with the holder's instance id %q", obs.rec.InstanceID)
+			if opts.Force && opts.Holder != "" {
+				h.refusal = fmt.Sprintf("refusing to break it: the holder is %q, not %q", obs.rec.InstanceID, opts.Holder)
+			}
+			return Record{}, h
+		}
+	}
+	var do store.DeleteOptions
+	if in.ConditionalWrites() {
+		do.IfVersion = obs.info.Version
+	}
+	if err := in.Delete(ctx, Name, do); err != nil {
+		if errors.Is(err, backend.ErrPreconditionFailed) {
+			return Record{}, fmt.Errorf("lock: break: the lock changed since it was inspected; inspect it again: %w", err)
+		}
+		return Record{}, fmt.Errorf("lock: break: %w", err)
+	}
+	return obs.rec, nil
+}

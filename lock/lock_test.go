@@ -1,0 +1,34 @@
+package lock_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/lock/locktest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(childMain())
+	}
+	// Every lock a test takes is released or lost before it ends; a
+	// heartbeat goroutine still running afterwards is a leak.
+	goleak.VerifyTestMain(m)
+}
+
+func TestLock_Mem(t *testing.T) {
+	locktest.Run(t, locktest.Harness{
+		NewBackend: func(t *testing.T) backend.Backend { return mem.New(mem.Options{}) },
+	})
+}
+
+func TestLock_MemWithoutConditionalWrites(t *testing.T) {
+	locktest.Run(t, locktest.Harness{
+		NewBackend: func(t *testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) },
+		StaleAfter: 600 * time.Millisecond,
+	})
+}

@@ -1,0 +1,79 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/store"
+)
+
+// observation is what one look at the lock object found.
+type observation struct {
+	present  bool
+	readable bool
+	rec      Record     // when readable
+	info     store.Info // when present
+	why      error      // when present but unreadable
+	// age is how long ago the object was last written, on the storage's
+	// clock (zero when absent, never negative).
+	age time.Duration
+}
+
+// observe reads the lock object and the storage clock. An object that
+// exists but does not open or decode (a wrong key after an identity
+// rotation, garbage) is reported unreadable rather than as an error. To
+// tell that from a failing storage, whose errors the store does not type, a
+// failed read is retried once and the object's existence confirmed with
+// Stat. withAge also reads the storage clock to fill in obs.age.
+func observe(ctx context.Context, st *store.Store, withAge bool) (observation, error) {
+	var obs observation
+	data, info, err := st.Get(ctx, Name)
+	if err != nil && !errors.Is(err, backend.ErrNotFound) && ctx.Err() == nil {
+		data, info, err = st.Get(ctx, Name)
+	}
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return obs, nil
+	case err != nil && ctx.Err() != nil:
+		return obs, err
+	case err != nil:
+		sinfo, serr := st.Stat(ctx, Name)
+		if errors.Is(serr, backend.ErrNotFound) {
+			return obs, nil
+		}
+		if serr != nil {
+			return obs, fmt.Errorf("lock: read %s: %w (stat: %v)", Name, err, serr)
+		}
+		obs.present, obs.info, obs.why = true, sinfo, err
+	default:
+		obs.present, obs.info = true, info
+		rec, derr := decodeRecord(data)
+		if derr != nil {
+			obs.why = fmt.Errorf("lock object %s: %w", Name, derr)
+		} else {
+			obs.readable, obs.rec = true, rec
+		}
+	}
+	if !withAge {
+		return obs, nil
+	}
+	now, err := st.Now(ctx)
+	if err != nil {
+		return obs, fmt.Errorf("lock: %w", err)
+	}
+	if age := now.Sub(obs.info.ModTime); age > 0 {
+		obs.age = age
+	}
+	return obs, nil
+}
+
+func (o observation) staleIn(staleAfter time.Duration) time.Duration {
+	return max(staleAfter-o.age, 0)
+}
+
+func (o observation) held(staleAfter time.Duration) *HeldError {
+	return &HeldError{Holder: o.rec, HeartbeatAge: o.age, StaleAfter: staleAfter, StaleIn: o.staleIn(staleAfter)}
+}

@@ -1,0 +1,84 @@
+package lock
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Default timings: a Recreate rollout (old pod stops, new pod starts) takes
+// well under the stale horizon, and a holder misses four heartbeats before
+// anyone may take over.
+const (
+	DefaultHeartbeatInterval = 60 * time.Second
+	DefaultStaleAfter        = 5 * time.Minute
+	DefaultSettleDelay       = time.Second
+)
+
+// Options configure [Acquire]. The zero value gives the defaults.
+type Options struct {
+	// InstanceID names this instance in the lock; empty means the
+	// hostname. Two processes with the same instance id are taken to be
+	// the same instance restarted: the newer takes the lock at once.
+	InstanceID string
+	// HeartbeatInterval is how often the holder refreshes the lock; zero
+	// means DefaultHeartbeatInterval, or StaleAfter/5 when that is shorter.
+	HeartbeatInterval time.Duration
+	// StaleAfter is how long after its last refresh (on the storage's
+	// clock) a lock counts as abandoned and may be taken over; zero means
+	// DefaultStaleAfter, or 5×HeartbeatInterval when that is longer. It
+	// must be at least twice HeartbeatInterval.
+	StaleAfter time.Duration
+	// WaitForStale makes Acquire wait, polling, for a live foreign lock to
+	// be released or go stale instead of refusing at once. Acquire's
+	// context bounds the wait.
+	WaitForStale bool
+	// SettleDelay is how long advisory mode waits between writing the lock
+	// and reading it back to catch a racing writer; zero means
+	// DefaultSettleDelay, negative skips the read-back. Unused in
+	// compare-and-swap mode.
+	SettleDelay time.Duration
+	// Logger receives takeover warnings and loss reports; nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.InstanceID == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return o, fmt.Errorf("lock: no instance id given and no hostname: %v", err)
+		}
+		o.InstanceID = h
+	}
+	if o.HeartbeatInterval < 0 || o.StaleAfter < 0 {
+		return o, fmt.Errorf("lock: negative heartbeat interval %s or stale horizon %s", o.HeartbeatInterval, o.StaleAfter)
+	}
+	switch {
+	case o.HeartbeatInterval == 0 && o.StaleAfter == 0:
+		o.HeartbeatInterval, o.StaleAfter = DefaultHeartbeatInterval, DefaultStaleAfter
+	case o.HeartbeatInterval == 0:
+		o.HeartbeatInterval = min(DefaultHeartbeatInterval, o.StaleAfter/5)
+	case o.StaleAfter == 0:
+		o.StaleAfter = max(DefaultStaleAfter, 5*o.HeartbeatInterval)
+	}
+	if o.HeartbeatInterval <= 0 || o.StaleAfter < 2*o.HeartbeatInterval {
+		return o, fmt.Errorf("lock: stale horizon %s must be at least twice the heartbeat interval %s", o.StaleAfter, o.HeartbeatInterval)
+	}
+	if o.SettleDelay == 0 {
+		o.SettleDelay = DefaultSettleDelay
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// leaseHorizon is how long after the start of its last confirmed write the
+// holder still trusts its lock. It is shorter than StaleAfter so that the
+// holder stops writing before anyone else may judge the lock stale, with a
+// margin for second-resolution storage timestamps and request latency.
+func (o Options) leaseHorizon() time.Duration {
+	return o.StaleAfter - o.StaleAfter/10
+}

@@ -1,0 +1,12 @@
+//go:build !unix
+
+package lock
+
+import "time"
+
+// On Windows and other systems the holder's PID is recorded for operators
+// but never probed: only the instance id and the stale horizon decide.
+
+func processStart(int) (time.Time, bool)     { return time.Time{}, false }
+func processExists(int) (exists, known bool) { return false, false }
+func processScope() string                   { return "" }
