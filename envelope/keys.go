@@ -90,7 +90,10 @@ func ParseRecipient(s string) (age.Recipient, error) {
 	case strings.HasPrefix(s, "age1"):
 		r, err = age.ParseX25519Recipient(s)
 	case strings.HasPrefix(s, "ssh-ed25519 "), strings.HasPrefix(s, "ssh-rsa "):
-		r, err = agessh.ParseRecipient(s)
+		var pk ssh.PublicKey
+		if pk, _, _, _, err = ssh.ParseAuthorizedKey([]byte(s)); err == nil {
+			r, err = newSSHRecipient(pk)
+		}
 	default:
 		err = errors.New("unknown recipient type; want age1…, age1pq1…, ssh-ed25519 … or ssh-rsa …")
 	}
@@ -157,7 +160,7 @@ func ParseSSHIdentity(pemBytes []byte) (*SSHIdentity, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: SSH RSA key: %w", ErrInvalidIdentity, err)
 		}
-		return &SSHIdentity{id: id, recipient: id.Recipient(), kind: "ssh-rsa", secret: k.D.Bytes()}, nil
+		return newSSHIdentity(id, &k.PublicKey, "ssh-rsa", k.D.Bytes())
 	}
 	return nil, fmt.Errorf("%w: unsupported SSH key type %T; use ed25519 or RSA", ErrInvalidIdentity, k)
 }
@@ -167,13 +170,55 @@ func newSSHEd25519(k ed25519.PrivateKey) (*SSHIdentity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: SSH ed25519 key: %w", ErrInvalidIdentity, err)
 	}
-	return &SSHIdentity{id: id, recipient: id.Recipient(), kind: "ssh-ed25519", secret: k.Seed()}, nil
+	return newSSHIdentity(id, k.Public(), "ssh-ed25519", k.Seed())
 }
+
+func newSSHIdentity(id age.Identity, pub any, kind string, secret []byte) (*SSHIdentity, error) {
+	pk, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return nil, fmt.Errorf("%w: SSH %s key: %w", ErrInvalidIdentity, kind, err)
+	}
+	r, err := newSSHRecipient(pk)
+	if err != nil {
+		return nil, fmt.Errorf("%w: SSH %s key: %w", ErrInvalidIdentity, kind, err)
+	}
+	return &SSHIdentity{id: id, recipient: r, kind: kind, secret: secret}, nil
+}
+
+// sshRecipient is an agessh recipient that also prints as its
+// authorized_keys line, so that recipients can be compared and shown.
+type sshRecipient struct {
+	age.Recipient
+	line string
+}
+
+func newSSHRecipient(pk ssh.PublicKey) (*sshRecipient, error) {
+	var (
+		r   age.Recipient
+		err error
+	)
+	switch pk.Type() {
+	case ssh.KeyAlgoED25519:
+		r, err = agessh.NewEd25519Recipient(pk)
+	case ssh.KeyAlgoRSA:
+		r, err = agessh.NewRSARecipient(pk)
+	default:
+		err = fmt.Errorf("unsupported SSH key type %s", pk.Type())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &sshRecipient{Recipient: r, line: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pk)))}, nil
+}
+
+// String returns the authorized_keys form of the key, without comment.
+func (r *sshRecipient) String() string { return r.line }
 
 // Unwrap implements [age.Identity].
 func (i *SSHIdentity) Unwrap(stanzas []*age.Stanza) ([]byte, error) { return i.id.Unwrap(stanzas) }
 
-// Recipient returns the SSH public key as an age recipient.
+// Recipient returns the SSH public key as an age recipient. Its String
+// method returns the key's authorized_keys line ("ssh-ed25519 AAAA…").
 func (i *SSHIdentity) Recipient() age.Recipient { return i.recipient }
 
 // PassphraseIdentity is a passphrase used as an envelope identity: objects
