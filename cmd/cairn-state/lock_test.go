@@ -1,0 +1,121 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		seed(t, tg, 1, id)
+		tg.startHolder(t, "pod-a", id)
+
+		for _, args := range [][]string{
+			{"put", "obj/new", "--identity", id},
+			{"rm", "obj/000", "--identity", id},
+			{"rekey", "--identity", id},
+		} {
+			r := tg.cli(t, []byte("v"), args...).must(t, exitHeld)
+			if !strings.Contains(r.stderr, `"pod-a"`) || !strings.Contains(r.stderr, "stale after") {
+				t.Errorf("%s: refusal does not name the holder and its stale horizon:\n%s", args[0], r)
+			}
+		}
+		doc := decode[errorDoc](t, tg.cli(t, []byte("v"), "put", "obj/new", "--identity", id, "--json").must(t, exitHeld))
+		if doc.Error.ExitCode != exitHeld || doc.Error.Holder == nil || doc.Error.Holder.InstanceID != "pod-a" || doc.Error.Holder.PID == 0 {
+			t.Errorf("put --json refusal = %+v", doc.Error)
+		}
+		// Nothing was written or removed.
+		ls := decode[lsDoc](t, tg.cli(t, nil, "ls", "--json").must(t, exitOK))
+		if len(ls.Objects) != 1 || ls.Objects[0].Name != "obj/000" {
+			t.Errorf("objects after refused writes: %+v", ls.Objects)
+		}
+		// Reads need no lock.
+		tg.cli(t, nil, "get", "obj/000", "--identity", id).must(t, exitOK)
+		tg.cli(t, nil, "verify", "--identity", id).must(t, exitOK)
+
+		// lock status shows the holder and exits 0.
+		r := tg.cli(t, nil, "lock", "status", "--identity", id).must(t, exitOK)
+		for _, want := range []string{`"pod-a"`, "live", "epoch 1", "heartbeat:", "stale:"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("lock status lacks %q:\n%s", want, r)
+			}
+		}
+		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", id, "--json").must(t, exitOK))
+		if !st.Present || !st.Readable || st.Stale || st.Holder == nil || st.Holder.InstanceID != "pod-a" ||
+			st.Holder.Epoch != 1 || st.Holder.Mode == "" || *st.StaleAfterSeconds != 300 || *st.StaleInSeconds <= 0 {
+			t.Errorf("lock status --json = %+v holder %+v", st, st.Holder)
+		}
+		// Without the key the lock is seen, not read.
+		other, _ := tg.keygen(t, "other.txt")
+		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", other, "--json").must(t, exitOK))
+		if !st.Present || st.Readable || st.Unreadable == "" {
+			t.Errorf("lock status with another key = %+v", st)
+		}
+	})
+}
+
+func TestLockBreak_LiveLock_RefusedUnlessForcedWithMatchingHolder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		tg.startHolder(t, "pod-a", id)
+
+		for _, args := range [][]string{
+			{"lock", "break"},
+			{"lock", "break", "--holder", "pod-a"},
+			{"lock", "break", "--force", "--holder", "pod-b"},
+		} {
+			r := tg.cli(t, nil, append(args, "--identity", id)...).must(t, exitHeld)
+			if !strings.Contains(r.stderr, `"pod-a"`) {
+				t.Errorf("%v: refusal does not name the holder:\n%s", args, r)
+			}
+		}
+		if r := tg.cli(t, nil, "lock", "status", "--identity", id).must(t, exitOK); !strings.Contains(r.stdout, `held by "pod-a"`) {
+			t.Fatalf("a refused break touched the lock:\n%s", r)
+		}
+
+		doc := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--force", "--holder", "pod-a", "--identity", id, "--json").must(t, exitOK))
+		if doc.Removed.InstanceID != "pod-a" || !doc.Forced || doc.Removed.Epoch != 1 {
+			t.Errorf("lock break --json = %+v", doc)
+		}
+		if r := tg.cli(t, nil, "lock", "status", "--identity", id).must(t, exitOK); !strings.Contains(r.stdout, "not held") {
+			t.Errorf("lock status after break:\n%s", r)
+		}
+		// No lock left to break: a failure, not a usage error.
+		tg.cli(t, nil, "lock", "break", "--identity", id).must(t, exitFail)
+	})
+}
+
+func TestLockBreak_StaleLock_RemovedWithoutForce_NamingWhatItRemoved(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		h := tg.startHolder(t, "pod-gone", id)
+		h.kill(t) // SIGKILL: the lock stays behind, no longer refreshed
+
+		// Judged with a 2s stale window, the lock goes stale.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id, "--json").must(t, exitOK))
+			if st.Stale {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("lock never went stale: %+v", st)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		r := tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id).must(t, exitOK)
+		if !strings.Contains(r.stdout, "STALE") {
+			t.Errorf("lock status of a stale lock:\n%s", r)
+		}
+		r = tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", id).must(t, exitOK)
+		if !strings.Contains(r.stdout, `removed lock held by "pod-gone"`) {
+			t.Errorf("lock break does not say what it removed:\n%s", r)
+		}
+		tg.cli(t, nil, "lock", "status", "--identity", id).must(t, exitOK)
+		if r := tg.cli(t, nil, "lock", "status").must(t, exitOK); !strings.Contains(r.stdout, "not held") {
+			t.Errorf("lock status after break:\n%s", r)
+		}
+	})
+}

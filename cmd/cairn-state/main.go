@@ -1,0 +1,51 @@
+// Command cairn-state is the operator CLI of cairn-state: it lists, reads,
+// writes, verifies and re-keys the encrypted state of an instance, and shows
+// or breaks its instance lock, without writing Go.
+//
+// Usage:
+//
+//	cairn-state [global flags] COMMAND [flags] [args]
+//
+// Global flags (each may also follow the command):
+//
+//	--url URL          the store (or CAIRN_STATE_URL): file:///abs/path, file:rel/path,
+//	                   s3://BUCKET[/ROOT]?endpoint=URL&region=R&path_style=true&conditional=auto|on|off
+//	--identity FILE    an age identity file or SSH private key, repeatable (or CAIRN_STATE_IDENTITY)
+//	--recipient R      an extra recipient to seal to, repeatable (or CAIRN_STATE_RECIPIENTS)
+//	--json             print one JSON document on stdout instead of human output
+//	--stale-after D    the stale window used to judge the lock (default 5m)
+//	--verbose          log progress of the layers below on stderr
+//
+// Commands:
+//
+//	keygen [-o FILE]                      write a new X25519 identity (0600); print its recipient
+//	ls [--all] [PREFIX]                   list state names with sealed size and modification time
+//	get NAME                              decrypt one object to stdout
+//	put NAME [FILE]                       seal and write one object (stdin when no FILE); takes the lock
+//	rm NAME                               delete one object; takes the lock
+//	verify                                open every object, report each one that fails and why
+//	rekey [--old-identity FILE]           re-seal every object to the current recipients; takes the lock
+//	lock status                           holder, PID, heartbeat age, stale horizon, mode, epoch
+//	lock break [--holder ID] [--force]    remove a stale lock; a live one only with --force and the matching --holder
+//	migrate status                        applied (and unfinished) migrations
+//
+// Exit codes: 0 success; 1 failure; 2 usage error; 3 the lock is held by a
+// live foreign instance. `lock status` exits 0 whether or not the lock is
+// held. Errors go to stderr; with --json, stdout carries exactly one JSON
+// document, also when the command fails. Identities and passphrases are never
+// printed. The decisions behind this are in docs/adr/0011-cli.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv)
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"go.uber.org/goleak"
+
+	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/store"
+	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/testutil/garage"
+	"github.com/cairnhq/state/testutil/versitygw"
+)
+
+// binPath is the cairn-state binary built once for all tests.
+var binPath string
+
+// holderEnv makes the test binary a lock holder process instead of running
+// tests (see holdLock).
+const holderEnv = "CAIRN_STATE_CLI_TEST_HOLDER"
+
+func TestMain(m *testing.M) {
+	if id := os.Getenv(holderEnv); id != "" {
+		os.Exit(holdLock(id))
+	}
+	dir, err := os.MkdirTemp("", "cairn-state-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "cairn-state")
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building cairn-state: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// holdLock is the lock holder process: it takes the lock of the store named
+// by CAIRN_STATE_URL with the identity of CAIRN_STATE_IDENTITY, as instance
+// id, prints "held epoch=N" and holds it (heartbeating) until SIGTERM or
+// SIGKILL.
+func holdLock(id string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	b, root, err := state.OpenBackend(ctx, os.Getenv(state.EnvURL), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ids, err := envelope.LoadIdentityFile(os.Getenv(state.EnvIdentity))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, err := envelope.New(ids, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := store.Open(b, env, store.Options{Root: root})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: id})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("held epoch=%d\n", l.Record().Epoch)
+	<-ctx.Done()
+	_ = l.Release(context.Background())
+	return 0
+}
+
+// target is one backend the CLI is run against.
+type target struct {
+	name string
+	url  string
+	root string
+	env  []string        // extra environment for the CLI (S3 credentials)
+	raw  backend.Backend // the same storage, for seeding and tampering
+	dir  string          // a scratch directory for identity files
+}
+
+// eachBackend runs fn against a local directory, versitygw (compare-and-
+// swap) and Garage (no conditional writes). The servers skip their subtest
+// when their binary is missing, unless CAIRN_REQUIRE_SERVERS=1.
+func eachBackend(t *testing.T, fn func(t *testing.T, tg *target)) {
+	t.Run("fs", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "state")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := fs.New(dir, fs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(t, &target{name: "fs", url: "file://" + dir, raw: raw, dir: t.TempDir()})
+	})
+	t.Run("versitygw", func(t *testing.T) {
+		srv := versitygw.Start(t)
+		fn(t, s3Target(t, "versitygw", &srv.S3Server))
+	})
+	t.Run("garage", func(t *testing.T) {
+		srv := garage.Start(t)
+		fn(t, s3Target(t, "garage", &srv.S3Server))
+	})
+}
+
+func s3Target(t *testing.T, name string, srv *testutil.S3Server) *target {
+	bucket := srv.NewBucket(t)
+	const root = "apps/one"
+	return &target{name: name, url: srv.URL(bucket, root), root: root, env: srv.Env(),
+		raw: srv.Backend(t, bucket), dir: t.TempDir()}
+}
+
+// result is what one CLI run did.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// environ is the CLI's environment: the test's, without any cairn-state or
+// AWS setting of the user, plus the target's URL and credentials.
+func (tg *target) environ(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CAIRN_STATE_") && !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, tg.env...)
+	if tg.url != "" {
+		env = append(env, state.EnvURL+"="+tg.url)
+	}
+	return append(env, extra...)
+}
+
+// cli runs the binary with args and stdin, and checks what every run must
+// satisfy: no identity in the output, and exactly one JSON document on
+// stdout with --json.
+func (tg *target) cli(t *testing.T, stdin []byte, args ...string) result {
+	t.Helper()
+	return tg.cliEnv(t, stdin, nil, args...)
+}
+
+func (tg *target) cliEnv(t *testing.T, stdin []byte, extraEnv []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Env = tg.environ(extraEnv...)
+	cmd.Dir = tg.dir
+	cmd.Stdin = bytes.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cairn-state %s: %v", strings.Join(args, " "), err)
+	}
+	checkOutput(t, args, r)
+	return r
+}
+
+// checkOutput asserts the rules every run obeys.
+func checkOutput(t *testing.T, args []string, r result) {
+	t.Helper()
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.Contains(strings.ToUpper(out), "AGE-SECRET-KEY-") {
+			t.Fatalf("cairn-state %s printed an identity:\n%s", strings.Join(args, " "), r)
+		}
+	}
+	if hasFlag(args, "--json") {
+		dec := json.NewDecoder(strings.NewReader(r.stdout))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("cairn-state %s --json: stdout is not JSON: %v\n%s", strings.Join(args, " "), err, r)
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			t.Fatalf("cairn-state %s --json: more than one JSON document on stdout\n%s", strings.Join(args, " "), r)
+		}
+	}
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag {
+			return true
+		}
+	}
+	return false
+}
+
+// must fails the test unless the run exited with code.
+func (r result) must(t *testing.T, code int) result {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("want exit %d, got %s", code, r)
+	}
+	return r
+}
+
+// decode parses the run's JSON document into v.
+func decode[T any](t *testing.T, r result) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		t.Fatalf("decoding %T: %v\n%s", v, err, r)
+	}
+	return v
+}
+
+// keygen makes a new identity file with the CLI and returns its path and
+// recipient.
+func (tg *target) keygen(t *testing.T, name string) (path, recipient string) {
+	t.Helper()
+	path = filepath.Join(tg.dir, name)
+	r := tg.cli(t, nil, "keygen", "-o", path).must(t, exitOK)
+	return path, strings.TrimSpace(r.stdout)
+}
+
+// store opens the target's store in the test process with the identities
+// in files (sealing to them).
+func (tg *target) store(t *testing.T, files ...string) *store.Store {
+	t.Helper()
+	var ids []age.Identity
+	for _, f := range files {
+		got, err := envelope.LoadIdentityFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got...)
+	}
+	env, err := envelope.New(ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(tg.raw, env, store.Options{Root: tg.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// key is the backend key of a state name.
+func (tg *target) key(name string) string {
+	if tg.root == "" {
+		return store.Prefix + name
+	}
+	return tg.root + "/" + store.Prefix + name
+}
+
+// holder is a lock holder child process.
+type holder struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startHolder starts a process that takes the target's lock as instance id
+// and holds it until killed; it is killed when the test ends.
+func (tg *target) startHolder(t *testing.T, id, identity string) *holder {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = tg.environ(holderEnv+"="+id, state.EnvIdentity+"="+identity)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{cmd: cmd, done: make(chan struct{})}
+	lines := make(chan string, 1)
+	go func() {
+		defer close(h.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() { h.kill(t) })
+	select {
+	case line := <-lines:
+		if !strings.HasPrefix(line, "held ") {
+			t.Fatalf("lock holder %s: %q", id, line)
+		}
+	case <-h.done:
+		t.Fatalf("lock holder %s exited: %s", id, stderr.String())
+	case <-time.After(time.Minute):
+		t.Fatalf("lock holder %s did not take the lock: %s", id, stderr.String())
+	}
+	return h
+}
+
+// kill SIGKILLs the holder and waits for it: its lock stays behind.
+func (h *holder) kill(t *testing.T) {
+	t.Helper()
+	_ = h.cmd.Process.Kill()
+	<-h.done
+}
