@@ -1,0 +1,270 @@
+// Command instance is a runnable application that embeds cairn-state's boot
+// sequence the way a real one would: it opens the store, takes the instance
+// lock, runs its migrations, increments a boot counter kept in state, prints
+//
+//	ready: instance=ID epoch=N boots=K
+//
+// and serves until SIGTERM or SIGINT, when it releases the lock, prints
+// "shutdown complete" and exits 0.
+//
+// Usage:
+//
+//	go run ./examples/instance [--url URL] [--identity FILE] [--instance-id ID]
+//	    [--heartbeat D] [--stale-after D]
+//
+// Without --url (or CAIRN_STATE_URL) the state lives in ./.cairn-demo/state;
+// without --identity (or CAIRN_STATE_IDENTITY) a demo identity is created
+// on first run in ./.cairn-demo/identity.txt (mode 0600). Keep that file:
+// it is the only key to the state. CAIRN_STATE_RECIPIENTS adds recipients.
+//
+// Its migrations: 0001 imports the legacy on-disk state in
+// ./.cairn-demo/legacy (if present) under "legacy/", never deleting it;
+// 0002 seeds default settings.
+//
+// Exit codes: 0 after a graceful shutdown; 1 on any other failure; 2 on a
+// usage error; 3 when a live foreign instance holds the lock (the refusal,
+// naming the holder, goes to stderr); 4 when the lock is lost while serving
+// (another instance took over after this one stopped heartbeating): it
+// stops writing at once, names the new holder when known and leaves that
+// holder's lock alone.
+//
+// For tests only, CAIRN_EXAMPLE_PAUSE_IN_MIGRATION=0002-seed-settings makes
+// that migration stop half-way, print "paused in migration …" on stderr and
+// wait, so that a test can kill the process in the middle of a step. The
+// library knows nothing of it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"filippo.io/age"
+
+	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/migrate"
+	"github.com/cairnhq/state/store"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitHeld     = 3
+	exitLockLost = 4
+)
+
+const (
+	demoDir      = ".cairn-demo"
+	demoState    = "file:" + demoDir + "/state"
+	demoIdentity = demoDir + "/identity.txt"
+	legacyDir    = demoDir + "/legacy"
+	pauseEnv     = "CAIRN_EXAMPLE_PAUSE_IN_MIGRATION"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg := state.ConfigFromEnv()
+	fl := flag.NewFlagSet("instance", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	url := fl.String("url", "", "backend URL (default $"+state.EnvURL+", else "+demoState+")")
+	identity := fl.String("identity", "", "age identity file (default $"+state.EnvIdentity+", else "+demoIdentity+", created on first run)")
+	fl.StringVar(&cfg.InstanceID, "instance-id", "", "instance id in the lock (default: host name)")
+	fl.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 0, "lock heartbeat interval (default 60s)")
+	fl.DurationVar(&cfg.StaleAfter, "stale-after", 0, "age after which a lock is stale and taken over (default 5m)")
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "instance: unexpected arguments %q\n", fl.Args())
+		return exitUsage
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg.Logger = logger
+	if *url != "" {
+		cfg.URL = *url
+	}
+	if cfg.URL == "" {
+		cfg.URL = demoState
+	}
+	if *identity != "" {
+		cfg.IdentityFiles = []string{*identity}
+	}
+	if len(cfg.IdentityFiles) == 0 {
+		created, err := ensureDemoIdentity(demoIdentity)
+		if err != nil {
+			fmt.Fprintf(stderr, "instance: %v\n", err)
+			return exitFailure
+		}
+		if created {
+			fmt.Fprintf(stderr, "instance: created demo identity %s (keep it: it is the only key to the state)\n", demoIdentity)
+		}
+		cfg.IdentityFiles = []string{demoIdentity}
+	}
+	cfg.Migrations = migrations(stderr)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+
+	inst, err := state.Open(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "instance: %v\n", err)
+		if errors.Is(err, lock.ErrHeld) {
+			return exitHeld
+		}
+		return exitFailure
+	}
+
+	boots, err := countBoot(inst.Context(), inst.Store())
+	if err != nil {
+		fmt.Fprintf(stderr, "instance: boot counter: %v\n", err)
+		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = inst.Close(closeCtx)
+		return exitFailure
+	}
+	rec := inst.Lock().Record()
+	fmt.Fprintf(stdout, "ready: instance=%s epoch=%d boots=%d\n", rec.InstanceID, rec.Epoch, boots)
+
+	select {
+	case <-ctx.Done():
+		stop() // a second signal now kills the process the default way
+		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := inst.Close(closeCtx); err != nil {
+			fmt.Fprintf(stderr, "instance: %v\n", err)
+			if errors.Is(err, lock.ErrLost) {
+				return exitLockLost
+			}
+			return exitFailure
+		}
+		fmt.Fprintln(stdout, "shutdown complete")
+		return exitOK
+	case <-inst.Lost():
+		return lockLost(inst, cfg.StaleAfter, stderr)
+	}
+}
+
+// lockLost reports a lost lock, naming the new holder when it can be read,
+// and closes the instance without touching that holder's lock.
+func lockLost(inst *state.Instance, staleAfter time.Duration, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lostErr := inst.Lock().Err()
+	msg := fmt.Sprintf("instance: stopped serving and writing: %v", lostErr)
+	var le *lock.LostError
+	if !errors.As(lostErr, &le) || le.Holder == nil {
+		// The heartbeat did not see who took over; look.
+		if s, err := lock.Inspect(ctx, inst.Store(), staleAfter); err == nil && s.Present && s.Readable {
+			msg += fmt.Sprintf("; now held by %q (pid %d on %s)", s.Record.InstanceID, s.Record.PID, s.Record.Hostname)
+		}
+	}
+	fmt.Fprintln(stderr, msg)
+	_ = inst.Close(ctx) // leaves the new holder's lock alone; the loss is already reported
+	return exitLockLost
+}
+
+// migrations are the example application's migrations.
+func migrations(stderr io.Writer) []migrate.Migration {
+	imp := migrate.ImportDir(legacyDir, "legacy/")
+	imp.ID = "0001-import-legacy-state"
+	return []migrate.Migration{
+		imp,
+		{
+			ID:          "0002-seed-settings",
+			Description: "write default settings where none exist",
+			Up: func(ctx context.Context, st *store.Store) error {
+				defaults := []struct{ name, value string }{
+					{"settings/greeting", "hello"},
+					{"settings/theme", "dark"},
+					{"settings/limits", `{"max_users":10}`},
+				}
+				for i, d := range defaults {
+					if i == 1 && os.Getenv(pauseEnv) == "0002-seed-settings" {
+						fmt.Fprintln(stderr, "paused in migration 0002-seed-settings")
+						<-ctx.Done()
+						return ctx.Err()
+					}
+					// Idempotent: a value already there (from an interrupted
+					// run, or set by the user) is kept.
+					if _, err := st.Update(ctx, d.name, func(old []byte, exists bool) ([]byte, error) {
+						if exists {
+							return old, nil
+						}
+						return []byte(d.value), nil
+					}); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+	}
+}
+
+// countBoot increments the boot counter kept in state and returns it.
+func countBoot(ctx context.Context, st *store.Store) (int, error) {
+	var n int
+	_, err := st.Update(ctx, "boots", func(old []byte, exists bool) ([]byte, error) {
+		n = 0
+		if exists {
+			var err error
+			if n, err = strconv.Atoi(string(old)); err != nil {
+				return nil, fmt.Errorf("boot counter %q: %w", old, err)
+			}
+		}
+		n++
+		return []byte(strconv.Itoa(n)), nil
+	})
+	return n, err
+}
+
+// ensureDemoIdentity creates a new X25519 identity at path (0600, in a 0700
+// folder) unless the file exists. It reports whether it created one.
+func ensureDemoIdentity(path string) (bool, error) {
+	if _, err := os.Stat(path); err == nil {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return false, fmt.Errorf("demo identity: %w", err)
+	}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return false, fmt.Errorf("demo identity: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return false, nil // another process created it first
+	}
+	if err != nil {
+		return false, fmt.Errorf("demo identity: %w", err)
+	}
+	_, err = fmt.Fprintf(f, "# created: %s\n# public key: %s\n%s\n",
+		time.Now().UTC().Format(time.RFC3339), id.Recipient(), id)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return false, fmt.Errorf("demo identity: %w", err)
+	}
+	return true, nil
+}

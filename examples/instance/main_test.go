@@ -1,0 +1,597 @@
+package main
+
+// These tests run the example as real processes — built once per test
+// binary — against a local directory, versitygw and Garage, and send it
+// real signals.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+	"go.uber.org/goleak"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/migrate"
+	"github.com/cairnhq/state/store"
+	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/testutil/garage"
+	"github.com/cairnhq/state/testutil/versitygw"
+)
+
+// binary is the example, built by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "cairn-example-bin-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		binary = filepath.Join(dir, "instance")
+		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building the example: %v\n%s", err, out)
+			return 1
+		}
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		code := m.Run()
+		if code == 0 {
+			if err := goleak.Find(); err != nil {
+				fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+				return 1
+			}
+		}
+		return code
+	}())
+}
+
+// Timeouts are generous: Garage is a debug build and CPUs are shared. They
+// bound failures; passing runs take a fraction of them.
+const (
+	bootTimeout = 60 * time.Second
+	exitTimeout = 60 * time.Second
+)
+
+// target is a backend the example runs against.
+type target struct {
+	name string
+	env  []string // AWS_* for S3 servers
+	// fresh returns the URL of a new, empty store and a raw backend with
+	// the root prefix under which the test reads it.
+	fresh func(t *testing.T) (url string, raw backend.Backend, root string)
+}
+
+func fsTarget() target {
+	return target{name: "fs", fresh: func(t *testing.T) (string, backend.Backend, string) {
+		dir := filepath.Join(t.TempDir(), "bucket")
+		b, err := fs.New(dir, fs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "file://" + dir, b, ""
+	}}
+}
+
+func s3Target(name string, srv *testutil.S3Server) target {
+	return target{name: name, env: srv.Env(), fresh: func(t *testing.T) (string, backend.Backend, string) {
+		bucket := srv.NewBucket(t)
+		return srv.URL(bucket, "apps/demo"), srv.Backend(t, bucket), "apps/demo"
+	}}
+}
+
+// forEachTarget runs the scenarios against every backend, starting each
+// server once.
+func forEachTarget(t *testing.T, scenarios func(t *testing.T, tg target)) {
+	t.Run("fs", func(t *testing.T) { scenarios(t, fsTarget()) })
+	t.Run("versitygw", func(t *testing.T) {
+		srv := versitygw.Start(t)
+		scenarios(t, s3Target("versitygw", &srv.S3Server))
+	})
+	t.Run("garage", func(t *testing.T) {
+		srv := garage.Start(t)
+		scenarios(t, s3Target("garage", &srv.S3Server))
+	})
+}
+
+func TestExample(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, tg target) {
+		t.Run("SecondInstance_ExitsThreeNamingTheFirst", func(t *testing.T) { testSecondInstance(t, tg) })
+		t.Run("SIGTERM_ReleasesAndNextInstanceBootsAtOnce", func(t *testing.T) { testSIGTERM(t, tg) })
+		t.Run("SIGKILL_RestartWithSameIDBootsAtOnce", func(t *testing.T) { testSIGKILL(t, tg) })
+		t.Run("DeleteTheVolume_LegacyStateImportedAndFoundOnAFreshMachine", func(t *testing.T) { testDeleteTheVolume(t, tg) })
+		t.Run("SIGKILLMidMigration_RestartRerunsItCleanly", func(t *testing.T) { testKilledMidMigration(t, tg) })
+		t.Run("PausedPastStaleWindow_LosesLockAndExitsFour", func(t *testing.T) { testLostLock(t, tg) })
+	})
+}
+
+// A scenario's world: one store and one identity, kept off every machine
+// directory (as an operator keeps the key in a password manager).
+type world struct {
+	tg       target
+	url      string
+	raw      backend.Backend
+	root     string
+	identity string
+}
+
+func newWorld(t *testing.T, tg target) *world {
+	t.Helper()
+	url, raw, root := tg.fresh(t)
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "identity.txt")
+	if err := os.WriteFile(p, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &world{tg: tg, url: url, raw: raw, root: root, identity: p}
+}
+
+// start runs the example in machineDir (a fresh one when empty) as
+// instance id, with extra flags and environment.
+func (w *world) start(t *testing.T, machineDir, id string, extraEnv []string, flags ...string) *proc {
+	t.Helper()
+	if machineDir == "" {
+		machineDir = t.TempDir()
+	}
+	args := append([]string{"--url", w.url, "--identity", w.identity, "--instance-id", id}, flags...)
+	env := append(cleanEnv(), w.tg.env...)
+	return startProc(t, machineDir, append(env, extraEnv...), args...)
+}
+
+// store opens the scenario's store in the test process, to check what the
+// instances left there.
+func (w *world) store(t *testing.T) *store.Store {
+	t.Helper()
+	ids, err := envelope.LoadIdentityFile(w.identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := envelope.New(ids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(w.raw, env, store.Options{Root: w.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func (w *world) get(t *testing.T, name string) (string, bool) {
+	t.Helper()
+	v, _, err := w.store(t).Get(context.Background(), name)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", false
+	}
+	if err != nil {
+		t.Fatalf("reading %q from the store: %v", name, err)
+	}
+	return string(v), true
+}
+
+var readyRE = regexp.MustCompile(`^ready: instance=(\S+) epoch=(\d+) boots=(\d+)$`)
+
+// ready waits for the ready line and returns its epoch and boot count.
+func ready(t *testing.T, p *proc, id string) (epoch, boots int) {
+	t.Helper()
+	line := p.waitStdout(t, "ready:", bootTimeout)
+	m := readyRE.FindStringSubmatch(line)
+	if m == nil || m[1] != id {
+		t.Fatalf("ready line %q, want instance=%s", line, id)
+	}
+	epoch, _ = strconv.Atoi(m[2])
+	boots, _ = strconv.Atoi(m[3])
+	return epoch, boots
+}
+
+// shutdown sends SIGTERM and expects a graceful exit.
+func shutdown(t *testing.T, p *proc) {
+	t.Helper()
+	p.signal(t, syscall.SIGTERM)
+	if code := p.wait(t, exitTimeout); code != 0 {
+		t.Fatalf("exit code after SIGTERM = %d, want 0\nstderr:\n%s", code, p.stderr.String())
+	}
+	if !strings.Contains(p.stdout.String(), "shutdown complete\n") {
+		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", p.stdout.String())
+	}
+}
+
+func testSecondInstance(t *testing.T, tg target) {
+	w := newWorld(t, tg)
+	a := w.start(t, "", "inst-a", nil)
+	ready(t, a, "inst-a")
+
+	b := w.start(t, "", "inst-b", nil)
+	if code := b.wait(t, exitTimeout); code != 3 {
+		t.Fatalf("second instance exit code = %d, want 3\nstderr:\n%s", code, b.stderr.String())
+	}
+	want := fmt.Sprintf(`state lock held by "inst-a" (pid %d)`, a.cmd.Process.Pid)
+	if !strings.Contains(b.stderr.String(), want) {
+		t.Fatalf("refusal does not name the holder (%s):\n%s", want, b.stderr.String())
+	}
+	if strings.Contains(b.stdout.String(), "ready:") {
+		t.Fatal("the refused instance printed ready")
+	}
+	t.Logf("refusal: %s", lastLine(b.stderr.String()))
+	// The first instance is unharmed and still owns its lock.
+	if v, _ := w.get(t, "boots"); v != "1" {
+		t.Fatalf("boots = %q after the refused boot, want 1", v)
+	}
+	shutdown(t, a)
+}
+
+func testSIGTERM(t *testing.T, tg target) {
+	w := newWorld(t, tg)
+	a := w.start(t, "", "inst-a", nil)
+	ready(t, a, "inst-a")
+	shutdown(t, a)
+
+	// Default stale window (5m): booting at once proves the lock was released.
+	began := time.Now()
+	b := w.start(t, "", "inst-b", nil)
+	_, boots := ready(t, b, "inst-b")
+	if boots != 2 {
+		t.Fatalf("boots = %d, want 2", boots)
+	}
+	t.Logf("next instance ready %s after the previous shutdown", time.Since(began).Round(time.Millisecond))
+	shutdown(t, b)
+}
+
+func testSIGKILL(t *testing.T, tg target) {
+	w := newWorld(t, tg)
+	a := w.start(t, "", "pod-1", nil)
+	epoch1, _ := ready(t, a, "pod-1")
+	a.signal(t, syscall.SIGKILL)
+	if code := a.wait(t, exitTimeout); code != -1 {
+		t.Fatalf("exit code = %d, want death by signal", code)
+	}
+
+	// The restarted container keeps its host name (instance id) and takes
+	// its own, still fresh, lock back at once.
+	again := w.start(t, "", "pod-1", nil)
+	epoch2, boots := ready(t, again, "pod-1")
+	if boots != 2 || epoch2 <= epoch1 {
+		t.Fatalf("after restart: epoch %d → %d, boots %d; want a higher epoch and boots=2", epoch1, epoch2, boots)
+	}
+	shutdown(t, again)
+}
+
+func testDeleteTheVolume(t *testing.T, tg target) {
+	w := newWorld(t, tg)
+	legacy := map[string]string{
+		"config.json":          `{"site":"example.org"}`,
+		"keys/signing.pem":     "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ+not+a+real+key\n-----END PRIVATE KEY-----\n",
+		"db/sessions.db":       strings.Repeat("session-row;", 5000),
+		"tokens/api token.txt": "t0k3n é",
+	}
+	machine1 := t.TempDir()
+	for name, v := range legacy {
+		p := filepath.Join(machine1, legacyDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	first := w.start(t, machine1, "app", nil)
+	ready(t, first, "app")
+	if !strings.Contains(first.stderr.String(), "files=4 written=4") {
+		t.Errorf("import summary missing:\n%s", first.stderr.String())
+	}
+	shutdown(t, first)
+	// The import never deletes its source.
+	if _, err := os.Stat(filepath.Join(machine1, legacyDir, "config.json")); err != nil {
+		t.Fatalf("legacy file gone after the import: %v", err)
+	}
+
+	// Delete the volume: the whole machine directory goes.
+	if err := os.RemoveAll(machine1); err != nil {
+		t.Fatal(err)
+	}
+
+	machine2 := t.TempDir()
+	second := w.start(t, machine2, "app", nil)
+	_, boots := ready(t, second, "app")
+	if boots != 2 {
+		t.Fatalf("boots on the fresh machine = %d, want 2", boots)
+	}
+	if !strings.Contains(second.stderr.String(), "migrations: nothing to do") {
+		t.Errorf("the fresh machine re-ran migrations:\n%s", second.stderr.String())
+	}
+	shutdown(t, second)
+	for name, want := range legacy {
+		if got, ok := w.get(t, "legacy/"+name); !ok || got != want {
+			t.Errorf("legacy/%s = %q (present %v), want the legacy file's content", name, got, ok)
+		}
+	}
+	if entries, _ := os.ReadDir(machine2); len(entries) != 0 {
+		t.Errorf("the instance wrote to its machine directory: %v", entries)
+	}
+}
+
+func testKilledMidMigration(t *testing.T, tg target) {
+	w := newWorld(t, tg)
+	p := w.start(t, "", "app", []string{pauseEnv + "=0002-seed-settings"})
+	p.waitStderr(t, "paused in migration 0002-seed-settings", bootTimeout)
+	p.signal(t, syscall.SIGKILL)
+	if code := p.wait(t, exitTimeout); code != -1 {
+		t.Fatalf("exit code = %d, want death by signal", code)
+	}
+	st := w.store(t)
+	recs, err := migrate.Applied(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].State != migrate.StateApplied || recs[1].State != migrate.StateStarted {
+		t.Fatalf("log after the kill = %+v, want 0001 applied and 0002 started", recs)
+	}
+	if _, ok := w.get(t, "settings/greeting"); !ok {
+		t.Fatal("the step's first write is missing")
+	}
+	if _, ok := w.get(t, "settings/theme"); ok {
+		t.Fatal("the step got further than its pause")
+	}
+
+	again := w.start(t, "", "app", nil)
+	ready(t, again, "app")
+	log := again.stderr.String()
+	for _, want := range []string{"did not finish before; running it again", "id=0002-seed-settings", "previous_state=started"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("restart does not say %q:\n%s", want, log)
+		}
+	}
+	shutdown(t, again)
+	for name, want := range map[string]string{"settings/greeting": "hello", "settings/theme": "dark", "settings/limits": `{"max_users":10}`} {
+		if got, _ := w.get(t, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	recs, _ = migrate.Applied(context.Background(), w.store(t))
+	if recs[1].State != migrate.StateApplied || recs[1].Attempts != 2 {
+		t.Fatalf("record after the clean re-run = %+v", recs[1])
+	}
+}
+
+func testLostLock(t *testing.T, tg target) {
+	w := newWorld(t, tg)
+	timing := []string{"--heartbeat", "500ms", "--stale-after", "3s"}
+	a := w.start(t, "", "inst-a", nil, timing...)
+	ready(t, a, "inst-a")
+
+	// inst-a stops heartbeating (paused, as by a frozen VM or SIGSTOP)...
+	a.signal(t, syscall.SIGSTOP)
+	// ...and inst-b is refused until the lock goes stale, then takes over.
+	var b *proc
+	deadline := time.Now().Add(bootTimeout)
+	for b == nil {
+		c := w.start(t, "", "inst-b", nil, timing...)
+		select {
+		case <-c.done:
+			if code := c.exitCode; code != 3 {
+				t.Fatalf("inst-b exit code = %d, want 3 while the lock is live\n%s", code, c.stderr.String())
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("inst-b never took over the stale lock")
+			}
+			time.Sleep(500 * time.Millisecond)
+		case <-c.stdoutLine("ready:"):
+			b = c
+		}
+	}
+	ready(t, b, "inst-b")
+
+	a.signal(t, syscall.SIGCONT)
+	if code := a.wait(t, exitTimeout); code != 4 {
+		t.Fatalf("inst-a exit code after losing the lock = %d, want 4\nstderr:\n%s", code, a.stderr.String())
+	}
+	if msg := a.stderr.String(); !strings.Contains(msg, "state lock lost") || !strings.Contains(msg, `"inst-b"`) {
+		t.Fatalf("inst-a does not report the loss naming inst-b:\n%s", msg)
+	}
+	t.Logf("loss: %s", lastLine(a.stderr.String()))
+	// inst-a left inst-b's lock alone: inst-b releases its own lock cleanly.
+	shutdown(t, b)
+	if strings.Contains(b.stderr.String(), "not ours at release") {
+		t.Fatalf("inst-b's lock was disturbed:\n%s", b.stderr.String())
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndex(s, "\n")+1:]
+}
+
+// cleanEnv is the test's environment without CAIRN_STATE_* and AWS_*
+// variables, so that nothing from the developer's shell leaks in.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "CAIRN_STATE_") || strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, pauseEnv+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// proc is one running example process.
+type proc struct {
+	cmd      *exec.Cmd
+	stdout   *syncBuffer
+	stderr   *syncBuffer
+	done     chan struct{}
+	exitCode int // valid after done; -1 when killed by a signal
+
+	mu      sync.Mutex
+	waiters []lineWaiter
+}
+
+type lineWaiter struct {
+	prefix string
+	ch     chan string
+}
+
+func startProc(t *testing.T, dir string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Dir = dir
+	p.cmd.Env = env
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			line := sc.Text()
+			p.stdout.Write([]byte(line + "\n"))
+			p.mu.Lock()
+			for _, w := range p.waiters {
+				if strings.HasPrefix(line, w.prefix) {
+					select {
+					case w.ch <- line:
+					default:
+					}
+				}
+			}
+			p.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, out)
+		err := p.cmd.Wait()
+		p.exitCode = 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			p.exitCode = ee.ExitCode()
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s %s\nstdout:\n%s\nstderr:\n%s", filepath.Base(binary), strings.Join(args, " "), p.stdout.String(), p.stderr.String())
+		}
+	})
+	return p
+}
+
+// stdoutLine returns a channel that receives the first stdout line with
+// prefix, including one already printed.
+func (p *proc) stdoutLine(prefix string) <-chan string {
+	ch := make(chan string, 1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for line := range strings.Lines(p.stdout.String()) {
+		if strings.HasPrefix(line, prefix) {
+			ch <- strings.TrimSuffix(line, "\n")
+			return ch
+		}
+	}
+	p.waiters = append(p.waiters, lineWaiter{prefix, ch})
+	return ch
+}
+
+func (p *proc) waitStdout(t *testing.T, prefix string, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case line := <-p.stdoutLine(prefix):
+		return line
+	case <-p.done:
+		select {
+		case line := <-p.stdoutLine(prefix):
+			return line
+		default:
+		}
+		t.Fatalf("exited with code %d before printing %q\nstderr:\n%s", p.exitCode, prefix, p.stderr.String())
+	case <-time.After(timeout):
+		t.Fatalf("no %q line after %s\nstderr:\n%s", prefix, timeout, p.stderr.String())
+	}
+	return ""
+}
+
+func (p *proc) waitStderr(t *testing.T, substr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(p.stderr.String(), substr) {
+		select {
+		case <-p.done:
+			t.Fatalf("exited with code %d before saying %q\nstderr:\n%s", p.exitCode, substr, p.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("did not say %q within %s\nstderr:\n%s", substr, timeout, p.stderr.String())
+		}
+	}
+}
+
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// wait returns the exit code, -1 for death by signal.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.exitCode
+	case <-time.After(timeout):
+		t.Fatalf("still running after %s\nstderr:\n%s", timeout, p.stderr.String())
+		return 0
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and readers in other
+// goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
