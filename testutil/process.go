@@ -19,6 +19,10 @@ type Process struct {
 	Name string
 	// LogPath is the file that receives the process's stdout and stderr.
 	LogPath string
+	// Grace is how long Stop waits after SIGTERM before SIGKILL; zero
+	// kills at once (for throwaway servers whose data is discarded).
+	// StartProcess sets it to five seconds.
+	Grace time.Duration
 
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -26,7 +30,7 @@ type Process struct {
 }
 
 // StartProcess starts bin with args, output to logPath, and registers its
-// stop with t.Cleanup: SIGTERM, then SIGKILL after five seconds. When the
+// stop with t.Cleanup: SIGTERM, then SIGKILL after p.Grace. When the
 // test has failed, the end of the log is printed with the test's output.
 func StartProcess(t testing.TB, name, logPath, bin string, args ...string) (*Process, error) {
 	t.Helper()
@@ -41,7 +45,7 @@ func StartProcess(t testing.TB, name, logPath, bin string, args ...string) (*Pro
 		logf.Close()
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: logPath, Grace: 5 * time.Second, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logf.Close()
@@ -65,18 +69,23 @@ func (p *Process) ExitError() error {
 	return p.waitErr
 }
 
-// Stop ends the process (SIGTERM, then SIGKILL after five seconds) and
-// waits for it. It is safe to call more than once.
+// Stop ends the process (SIGTERM, then SIGKILL after p.Grace) and waits
+// for it. It is safe to call more than once.
 func (p *Process) Stop() {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
+	if p.Grace <= 0 {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return
+	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(p.Grace):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}

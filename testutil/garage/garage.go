@@ -123,6 +123,9 @@ func startProcess(t testing.TB, bin string, attempt int) (*Server, *testutil.Pro
 	if err != nil {
 		return nil, nil, err
 	}
+	// A throwaway node's data is discarded; Garage can take seconds to
+	// shut down gracefully, so it is killed at once.
+	p.Grace = 0
 	s := &Server{
 		S3Server:   testutil.S3Server{Endpoint: "http://" + s3Addr, Region: Region, Name: "garage"},
 		Dir:        dir,
