@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"filippo.io/age"
 
@@ -54,4 +56,31 @@ func ExampleRun() {
 	// Output:
 	// ran: [0001-default-greeting]
 	// 0001-default-greeting: applied
+}
+
+// Importing an application's former on-disk state once, as the first
+// migration. The directory is left in place; a machine without it (a new
+// volume) boots from the store.
+func ExampleImportDir() {
+	ctx := context.Background()
+	legacy, _ := os.MkdirTemp("", "legacy-")
+	defer os.RemoveAll(legacy)
+	_ = os.MkdirAll(filepath.Join(legacy, "keys"), 0o700)
+	_ = os.WriteFile(filepath.Join(legacy, "keys", "signing.key"), []byte("k3y"), 0o600)
+
+	id, _ := age.GenerateX25519Identity()
+	env, _ := envelope.New([]age.Identity{id}, nil)
+	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
+	lk, _ := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
+	defer lk.Release(ctx)
+
+	imp := migrate.ImportDir(legacy, "legacy/")
+	imp.ID = "0001-import-legacy-state"
+	if _, err := migrate.Run(ctx, lk, st, []migrate.Migration{imp}, migrate.Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		panic(err)
+	}
+	v, _, _ := st.Get(ctx, "legacy/keys/signing.key")
+	fmt.Printf("legacy/keys/signing.key = %s\n", v)
+	// Output:
+	// legacy/keys/signing.key = k3y
 }
