@@ -101,10 +101,13 @@ type Backend struct {
 var _ backend.Backend = (*Backend)(nil)
 
 // New opens (creating it with mode 0700 if needed) the directory dir as a
-// backend.
+// backend. On systems without flock(2) it fails with backend.ErrUnsupported.
 func New(dir string, opts Options) (*Backend, error) {
 	if dir == "" {
 		return nil, errors.New("fs: empty directory name")
+	}
+	if err := platformSupported(); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("fs: create root %s: %w", dir, err)

@@ -9,8 +9,10 @@ import (
 	"github.com/cairnhq/state/backend"
 )
 
-// lock fails: without flock(2) mutations could not be made atomic across
-// processes, and the backend refuses rather than pretend.
-func (b *Backend) lock(context.Context) (func(), error) {
-	return nil, fmt.Errorf("fs: cross-process locking needs a unix system: %w", backend.ErrUnsupported)
+// platformSupported refuses: without flock(2) mutations could not be made
+// atomic across processes, and the backend refuses rather than pretend.
+func platformSupported() error {
+	return fmt.Errorf("fs: cross-process locking needs a unix system: %w", backend.ErrUnsupported)
 }
+
+func (b *Backend) lock(context.Context) (func(), error) { return nil, platformSupported() }

@@ -11,6 +11,8 @@ import (
 	"time"
 )
 
+func platformSupported() error { return nil }
+
 // lock takes the backend's exclusive lock: first this process's semaphore,
 // then flock(2) on the lock file, which excludes other processes (each
 // call opens its own file description, so the flock is per call). Waiting
