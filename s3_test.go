@@ -10,13 +10,28 @@ import (
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
+	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
-func TestOpen_S3URLWithRoot_Versitygw_KeepsEverythingUnderTheRoot(t *testing.T) {
+func TestOpen_S3URLWithRoot_Versitygw_KeepsEverythingUnderTheRootWithCAS(t *testing.T) {
 	srv := versitygw.Start(t)
+	testS3Boot(t, &srv.S3Server, "compare-and-swap")
+}
+
+func TestOpen_S3URLWithRoot_Garage_KeepsEverythingUnderTheRootAdvisory(t *testing.T) {
+	srv := garage.Start(t)
+	testS3Boot(t, &srv.S3Server, "advisory")
+}
+
+// testS3Boot boots through an s3:// URL with a root prefix, credentials from
+// the environment as in production, and checks where the objects landed
+// and which lock mode the probe chose.
+func testS3Boot(t *testing.T, srv *testutil.S3Server, wantMode lock.Mode) {
 	bucket := srv.NewBucket(t)
 	for _, kv := range srv.Env() {
 		k, v, _ := strings.Cut(kv, "=")
@@ -33,8 +48,8 @@ func TestOpen_S3URLWithRoot_Versitygw_KeepsEverythingUnderTheRoot(t *testing.T) 
 			return err
 		}}},
 	})
-	if mode := inst.Lock().Record().Mode; mode != "compare-and-swap" {
-		t.Errorf("lock mode on versitygw = %q, want compare-and-swap (the probe should find conditional writes)", mode)
+	if mode := inst.Lock().Record().Mode; mode != wantMode {
+		t.Errorf("lock mode on %s = %q, want %q", srv.Name, mode, wantMode)
 	}
 
 	var keys []string

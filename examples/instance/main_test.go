@@ -51,10 +51,6 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "building the example: %v\n%s", err, out)
 			return 1
 		}
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
 		code := m.Run()
 		if code == 0 {
 			if err := goleak.Find(); err != nil {
