@@ -13,7 +13,7 @@
 //     and the extra recipients (CAIRN_STATE_RECIPIENTS);
 //  3. store — the encrypted state under <root>/.cairn-state/;
 //  4. lock — take the instance lock; a live foreign holder makes Open fail
-//     with an error matching lock.ErrHeld that names it;
+//     with an error matching [lock.ErrHeld] that names it;
 //  5. migrations — run the configured migrations while the lock is held.
 //
 // The lock comes before the migrations so that a second instance cannot
@@ -25,9 +25,9 @@
 // instance took over after this one stopped heartbeating), every write
 // fails and [Instance.Lost] is closed. [Instance.Close] releases the lock;
 // call it on graceful shutdown, typically when a context from
-// signal.NotifyContext for SIGTERM and SIGINT is done. If the lock was
+// [os/signal.NotifyContext] for SIGTERM and SIGINT is done. If the lock was
 // already lost, Close leaves the other holder's lock alone and returns an
-// error matching lock.ErrLost.
+// error matching [lock.ErrLost].
 //
 // # Environment
 //
