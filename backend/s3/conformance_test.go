@@ -3,9 +3,12 @@ package s3_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"path"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/backendtest"
@@ -43,6 +46,7 @@ func newBackend(t testing.TB, srv server, bucket string, mode s3.ConditionalMode
 	opts := srv.Options(bucket)
 	opts.Conditional = mode
 	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	opts.HTTPClient = httpClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	b, err := s3.New(ctx, opts)
@@ -60,6 +64,18 @@ func newBackend(t testing.TB, srv server, bucket string, mode s3.ConditionalMode
 var versitygwPOSIXLimits = map[string]string{
 	"List_Pagination2500Keys":   "versitygw POSIX storage cannot hold \"page\" and \"page/…\" at once; TestConformance_Garage runs this case",
 	"Delete_RemovesOnlyThatKey": "versitygw POSIX storage cannot hold \"d/b\" and \"d/b/c\" at once; TestConformance_Garage runs this case",
+}
+
+// httpClient returns a client whose idle connections close when the test
+// ends, so that goleak sees no connection goroutines.
+func httpClient(t testing.TB) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
 }
 
 func TestConformance_Versitygw(t *testing.T) {

@@ -215,7 +215,9 @@ func TestList_HidesProbeLeftoversOnly(t *testing.T) {
 
 func TestMissingBucket_FailsNamingBucket_NeverNotFound(t *testing.T) {
 	eachServer(t, func(t *testing.T, srv oracleServer) {
-		_, err := s3.New(t.Context(), srv.Options("no-such-bucket-here"))
+		opts := srv.Options("no-such-bucket-here")
+		opts.HTTPClient = httpClient(t)
+		_, err := s3.New(t.Context(), opts)
 		if err == nil {
 			t.Fatal("New with auto probe on a missing bucket succeeded")
 		}
@@ -255,6 +257,7 @@ func TestNew_LogsProbeOutcome(t *testing.T) {
 	var buf bytes.Buffer
 	opts := srv.Options(srv.NewBucket(t))
 	opts.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	opts.HTTPClient = httpClient(t)
 	if _, err := s3.New(t.Context(), opts); err != nil {
 		t.Fatal(err)
 	}
