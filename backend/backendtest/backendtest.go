@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"List_StopsAtCallbackError", testListStopsAtCallbackError},
 		{"List_ReportsSizeAndVersion", testListReportsObjects},
 		{"List_EmptyBackend", testListEmpty},
+		{"List_DuringConcurrentWritesAndDeletes", testListDuringChurn},
 		{"NotFound_GetAbsentKey", testGetNotFound},
 		{"NotFound_DeleteAbsentKey", testDeleteNotFound},
 		{"Delete_RemovesOnlyThatKey", testDeleteRemovesOnlyThatKey},
@@ -574,6 +575,55 @@ func testListEmpty(t *testing.T, h Harness) {
 	b := h.NewBackend(t)
 	assertKeys(t, b, "", nil)
 	assertKeys(t, b, "some/prefix/", nil)
+}
+
+// testListDuringChurn lists while another goroutine creates and deletes
+// keys in nested "directories": every List succeeds, in order, and always
+// reports the keys that nobody touches.
+func testListDuringChurn(t *testing.T, h Harness) {
+	b := h.NewBackend(t)
+	stable := []string{"churn/a", "churn/m/stable", "churn/z"}
+	for _, k := range stable {
+		mustPut(t, b, k, []byte(k), backend.PutOptions{})
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	t.Cleanup(cancel)
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			k := fmt.Sprintf("churn/m/x%d/y/z", i%3)
+			if _, err := b.Put(ctx, k, []byte("x"), backend.PutOptions{}); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("churn Put(%q): %v", k, err)
+				}
+				return
+			}
+			if err := b.Delete(ctx, k, backend.DeleteOptions{}); err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("churn Delete(%q): %v", k, err)
+				}
+				return
+			}
+		}
+	})
+	for i := range 100 {
+		var got []string
+		err := b.List(t.Context(), "churn/", func(o backend.Object) error {
+			if !strings.Contains(o.Key, "/x") {
+				got = append(got, o.Key)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("List %d during churn: %v", i, err)
+		}
+		if !slices.Equal(got, stable) {
+			t.Fatalf("List %d during churn reports stable keys %q, want %q", i, got, stable)
+		}
+	}
+	cancel()
+	wg.Wait()
 }
 
 // ---- not found and delete ----

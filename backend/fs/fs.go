@@ -469,8 +469,8 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 	var keys []string
 	err := iofs.WalkDir(b.root.FS(), start, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {
-			if p == start && errors.Is(err, iofs.ErrNotExist) {
-				return iofs.SkipAll
+			if errors.Is(err, iofs.ErrNotExist) {
+				return nil // no such prefix, or pruned by a concurrent Delete
 			}
 			return err
 		}
