@@ -33,8 +33,9 @@
 //
 // A goroutine refreshes the lock every [Options].HeartbeatInterval (60
 // seconds by default). The lock is lost when a heartbeat finds another
-// record (or none) in its place, or when no refresh was confirmed for 90%
-// of StaleAfter — a paused process, an unreachable storage — because from
+// record (or none) in its place, or when no refresh was confirmed for
+// StaleAfter less a margin (a tenth, at least 1.5 s for one-second storage
+// timestamps) — a paused process, an unreachable storage — because from
 // then on another instance may take over. [Lock.Err] checks that horizon
 // itself, so a store view fenced with the lock ([store.Store.WithFence])
 // refuses writes the moment the process resumes, before any request. Loss

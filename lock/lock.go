@@ -92,7 +92,8 @@ func (l *Lock) Mode() Mode { return l.mode }
 // nil.
 //
 // Err also checks the lease itself: if no refresh has been confirmed for
-// 90% of StaleAfter (the process was paused, the storage unreachable), the
+// StaleAfter less a safety margin (the process was paused, the storage
+// unreachable), the
 // lock counts as lost at once, before the heartbeat goroutine gets to run,
 // because another instance may be about to take it over.
 func (l *Lock) Err() error {

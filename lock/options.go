@@ -77,8 +77,11 @@ func (o Options) withDefaults() (Options, error) {
 
 // leaseHorizon is how long after the start of its last confirmed write the
 // holder still trusts its lock. It is shorter than StaleAfter so that the
-// holder stops writing before anyone else may judge the lock stale, with a
-// margin for second-resolution storage timestamps and request latency.
+// holder stops writing before anyone else may judge the lock stale: by a
+// tenth of StaleAfter, and by at least 1.5 s (up to a quarter of
+// StaleAfter) because S3 timestamps have one-second resolution, which can
+// make a lock look up to a second older than it is.
 func (o Options) leaseHorizon() time.Duration {
-	return o.StaleAfter - o.StaleAfter/10
+	margin := max(o.StaleAfter/10, min(o.StaleAfter/4, 1500*time.Millisecond))
+	return o.StaleAfter - margin
 }

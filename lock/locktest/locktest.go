@@ -177,6 +177,14 @@ func (e *env) status(st *store.Store) lock.Status {
 	return s
 }
 
+// waitStale polls until the lock of st is stale on the storage's clock
+// (whose one-second timestamps, on S3, make "stale" come up to a second
+// early or late).
+func (e *env) waitStale(st *store.Store) {
+	e.t.Helper()
+	eventually(e.t, 2*e.h.StaleAfter+2*time.Second, "the lock goes stale", func() bool { return e.status(st).Stale })
+}
+
 // foreign is a record of a live holder on another host.
 func foreign(id string) lock.Record {
 	now := time.Now().UTC()
@@ -300,7 +308,7 @@ func testStaleTakeover(t *testing.T, e *env) {
 	if _, err := lock.Acquire(e.ctx(), st, e.opts("pod-b")); !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("fresh foreign lock: %v, want ErrHeld", err)
 	}
-	time.Sleep(e.h.StaleAfter + e.h.StaleAfter/10)
+	e.waitStale(st)
 	b := e.acquire(st, e.opts("pod-b"))
 	if r := b.Record(); r.InstanceID != "pod-b" || r.Epoch != 8 {
 		t.Fatalf("record after stale takeover = %+v, want pod-b epoch 8", r)
@@ -506,7 +514,7 @@ func stalledHolder(t *testing.T, e *env) (a *lock.Lock, resume func()) {
 func testReleaseAfterLoss(t *testing.T, e *env) {
 	st := e.store(nil)
 	a, resume := stalledHolder(t, e)
-	time.Sleep(e.h.StaleAfter + e.h.StaleAfter/10)
+	e.waitStale(st)
 	b := e.acquire(st, e.opts("pod-b"))
 	if !errors.Is(a.Err(), lock.ErrLost) {
 		t.Fatalf("paused holder Err = %v, want ErrLost", a.Err())
@@ -539,7 +547,7 @@ func testPausedHolder(t *testing.T, e *env) {
 	if _, err := fenced.Put(e.ctx(), "app", []byte("v2"), store.PutOptions{}); !errors.Is(err, store.ErrFenced) || !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("write after the horizon = %v, want ErrFenced and ErrLost", err)
 	}
-	eventually(t, 2*e.h.StaleAfter, "the stalled lock goes stale", func() bool { return e.status(st).Stale })
+	e.waitStale(st)
 	b := e.acquire(st, e.opts("pod-b"))
 	resume()
 	time.Sleep(e.h.StaleAfter / 2) // two of a's heartbeat intervals
@@ -664,7 +672,7 @@ func testIgnoredConditions(t *testing.T, e *env) {
 	c := e.acquire(e.store(paused), e.opts("pod-c"))
 	resume := paused.Stall()
 	t.Cleanup(resume)
-	eventually(t, 2*e.h.StaleAfter, "the paused lock goes stale", func() bool { return e.status(st).Stale })
+	e.waitStale(st)
 	d := e.acquire(st, e.opts("pod-d"))
 	resume()
 	if !errors.Is(c.Err(), lock.ErrLost) {
@@ -750,7 +758,7 @@ func testBreak(t *testing.T, e *env) {
 	// Stale: removed without force.
 	st2 := e.storeRoot(nil, "stale")
 	e.writeRecord(st2, foreign("pod-s"))
-	time.Sleep(e.h.StaleAfter + e.h.StaleAfter/10)
+	e.waitStale(st2)
 	if rec, err := lock.Break(ctx, st2, lock.BreakOptions{StaleAfter: e.h.StaleAfter}); err != nil || rec.InstanceID != "pod-s" {
 		t.Fatalf("break stale = %+v, %v", rec, err)
 	}
