@@ -301,6 +301,11 @@ func (e *Envelope) openUnauthenticated(name string, hdr *header) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: object %q: malformed age header: %w", ErrTampered, name, err)
 	}
+	// Each X25519 stanza costs a scalar multiplication per identity: bound
+	// the work a hostile object can ask for.
+	if n := bytes.Count(ageHdr, []byte("\n-> ")); n > maxAgeStanzas {
+		return nil, fmt.Errorf("%w: object %q: %d age recipient stanzas, more than %d", ErrTampered, name, n, maxAgeStanzas)
+	}
 	fileKey, err := age.DecryptHeader(ageHdr, e.identities...)
 	if err != nil {
 		var noMatch *age.NoIdentityMatchError

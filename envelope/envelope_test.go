@@ -453,3 +453,31 @@ func TestEnvelope_ConcurrentSealOpen(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestOpen_HostileAgeHeaderWithManyStanzas_RefusedCheaply(t *testing.T) {
+	id := newX25519(t)
+	e := mustNew(t, []age.Identity{id}, nil)
+	rs := make([]age.Recipient, 100)
+	for i := range rs {
+		rs[i] = newX25519(t).Recipient()
+	}
+	forged := forge(t, "x", multiRecipient(rs), []byte("x"), nil)
+	if _, err := e.Open("x", forged); !errors.Is(err, ErrTampered) || !strings.Contains(err.Error(), "stanzas") {
+		t.Fatalf("got %v, want ErrTampered about too many stanzas", err)
+	}
+}
+
+// multiRecipient wraps to several recipients as one.
+type multiRecipient []age.Recipient
+
+func (m multiRecipient) Wrap(fk []byte) ([]*age.Stanza, error) {
+	var all []*age.Stanza
+	for _, r := range m {
+		s, err := r.Wrap(fk)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	return all, nil
+}

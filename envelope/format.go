@@ -48,6 +48,7 @@ const (
 	infoKeyID      = labelPrefix + "key id"
 	authKeySalt    = "cairn-state/v1"
 	maxKeyStanzas  = 16
+	maxAgeStanzas  = 64
 	ageMagicPrefix = "age-encryption.org/"
 )
 
