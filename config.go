@@ -63,7 +63,9 @@ type Config struct {
 	// instead of failing at once.
 	WaitForStale bool
 
-	// Migrations run, in order, once the lock is held.
+	// Migrations run, in order, once the lock is held. With none, the
+	// stage is skipped and the migration log is not read, so that a tool
+	// without migrations can open state that an application migrated.
 	Migrations []migrate.Migration
 	// AllowUnknownMigrations lets Open proceed when the migration log has
 	// applied steps that Migrations does not contain (a downgrade).

@@ -112,7 +112,10 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		return fail(StageLock, err)
 	}
 
-	res, err := migrate.Run(ctx, l, st, cfg.Migrations, migrate.Options{Logger: logger, AllowUnknown: cfg.AllowUnknownMigrations})
+	var res migrate.Result
+	if len(cfg.Migrations) > 0 {
+		res, err = migrate.Run(ctx, l, st, cfg.Migrations, migrate.Options{Logger: logger, AllowUnknown: cfg.AllowUnknownMigrations})
+	}
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()

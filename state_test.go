@@ -359,3 +359,32 @@ func assertNoLock(t *testing.T, b backend.Backend) {
 		t.Fatal(err)
 	}
 }
+
+func TestOpen_NoMigrationsConfigured_OpensStateThatAnAppMigrated(t *testing.T) {
+	_, id := identityFile(t)
+	b := mem.New(mem.Options{})
+	app := state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "app", Logger: quiet(),
+		Migrations: []migrate.Migration{{ID: "0001", Up: func(context.Context, *store.Store) error { return nil }}}}
+	inst, err := state.Open(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	tool := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "backup-tool"})
+	if res := tool.Migrations(); len(res.Ran) != 0 || res.AlreadyApplied != 0 {
+		t.Fatalf("migrations = %+v, want the stage skipped", res)
+	}
+
+	// With a list that lacks the applied step, Open refuses (a downgrade).
+	if err := tool.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	older := app
+	older.Migrations = []migrate.Migration{{ID: "0000-older", Up: func(context.Context, *store.Store) error { return nil }}}
+	if _, err := state.Open(context.Background(), older); !errors.Is(err, migrate.ErrUnknownMigration) {
+		t.Fatalf("Open with an older list: %v, want ErrUnknownMigration", err)
+	}
+}
