@@ -114,7 +114,7 @@ func forEachTarget(t *testing.T, scenarios func(t *testing.T, tg target)) {
 func TestExample(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, tg target) {
 		t.Run("SecondInstance_ExitsThreeNamingTheFirst", func(t *testing.T) { testSecondInstance(t, tg) })
-		t.Run("SIGTERM_ReleasesAndNextInstanceBootsAtOnce", func(t *testing.T) { testSIGTERM(t, tg) })
+		t.Run("SIGTERMOrSIGINT_ReleasesAndNextInstanceBootsAtOnce", func(t *testing.T) { testSIGTERM(t, tg) })
 		t.Run("SIGKILL_RestartWithSameIDBootsAtOnce", func(t *testing.T) { testSIGKILL(t, tg) })
 		t.Run("DeleteTheVolume_LegacyStateImportedAndFoundOnAFreshMachine", func(t *testing.T) { testDeleteTheVolume(t, tg) })
 		t.Run("SIGKILLMidMigration_RestartRerunsItCleanly", func(t *testing.T) { testKilledMidMigration(t, tg) })
@@ -207,9 +207,15 @@ func ready(t *testing.T, p *proc, id string) (epoch, boots int) {
 // shutdown sends SIGTERM and expects a graceful exit.
 func shutdown(t *testing.T, p *proc) {
 	t.Helper()
-	p.signal(t, syscall.SIGTERM)
+	shutdownWith(t, p, syscall.SIGTERM)
+}
+
+// shutdownWith sends sig and expects a graceful exit.
+func shutdownWith(t *testing.T, p *proc, sig syscall.Signal) {
+	t.Helper()
+	p.signal(t, sig)
 	if code := p.wait(t, exitTimeout); code != 0 {
-		t.Fatalf("exit code after SIGTERM = %d, want 0\nstderr:\n%s", code, p.stderr.String())
+		t.Fatalf("exit code after %v = %d, want 0\nstderr:\n%s", sig, code, p.stderr.String())
 	}
 	if !strings.Contains(p.stdout.String(), "shutdown complete\n") {
 		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", p.stdout.String())
@@ -258,7 +264,10 @@ func testSIGTERM(t *testing.T, tg target) {
 		t.Fatalf("boots = %d, want 2", boots)
 	}
 	t.Logf("next instance ready %s after the previous shutdown", time.Since(began).Round(time.Millisecond))
-	shutdown(t, b)
+	shutdownWith(t, b, syscall.SIGINT) // Ctrl-C is a graceful shutdown too
+	if _, _, err := w.store(t).Internal().Get(context.Background(), lock.Name); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lock object after SIGINT: %v, want it deleted", err)
+	}
 }
 
 func testSIGKILL(t *testing.T, tg target) {
