@@ -276,3 +276,41 @@ func generateVectors(t *testing.T) {
 	write("rewritten_by_recovery_holder", hdr{"expect: tampered", "name: " + name, as(alice), "comment: content-bound object whose payload the recovery key holder re-encrypted with the file key"}, nil,
 		rewritePayload(t, boundObj, fileKeyOf(t, boundObj, recovery), bytes.Repeat([]byte("X"), len(pt))))
 }
+
+// TestDerivation_KnownAnswers pins the key derivations of ADR 0003 with the
+// values a second implementation can check step by step (alice's key and
+// the x25519 vector).
+func TestDerivation_KnownAnswers(t *testing.T) {
+	ids, err := LoadIdentityFile("testdata/keys/alice.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ok := deriveAuthKey(ids[0])
+	if !ok {
+		t.Fatal("alice's key cannot authenticate")
+	}
+	check := func(what string, got []byte, want string) {
+		t.Helper()
+		if hex.EncodeToString(got) != want {
+			t.Errorf("%s = %x, want %s", what, got, want)
+		}
+	}
+	check("authentication key", k.key, "7ba0c7be6bee07d93d8296b7053b6544e3c42a84c068b511eb2894ebcc8f7646")
+	check("key id", k.kid, "52d20b8717186cf2")
+
+	v := parseVector(t, "testdata/vectors/x25519")
+	hdr, err := parseHeader(v.name, v.object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("salt", hdr.salt, "abd0124574cbd72df204dabe67a3a947")
+	check("wrap key", wrapKey(k.key, hdr.salt), "ade7eaa038782f78bec595b564b8b73a789b3b3a96beed645cd73400ea61c2de")
+	fk, found, err := (&Envelope{keys: []authKey{k}}).unwrapStanza(v.name, hdr, nil)
+	if err != nil || !found {
+		t.Fatalf("unwrap: found=%v, %v", found, err)
+	}
+	check("file key", fk, "0a38188e9023792e7d7b27a918d1bc36")
+	if h := len(v.object) - len(hdr.age); h != 127 || hdr.total != 357 {
+		t.Errorf("H = %d, T = %d; want 127, 357", h, hdr.total)
+	}
+}
