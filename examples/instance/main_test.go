@@ -605,3 +605,34 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestExample_NoFlags_UsesTheDemoDirectoryAndCreatesAnIdentity0600(t *testing.T) {
+	machine := t.TempDir()
+	for boot := 1; boot <= 2; boot++ {
+		p := startProc(t, machine, cleanEnv(), "--instance-id", "demo")
+		if _, boots := ready(t, p, "demo"); boots != boot {
+			t.Fatalf("run %d: boots = %d", boot, boots)
+		}
+		shutdown(t, p)
+		created := strings.Contains(p.stderr.String(), "created demo identity")
+		if created != (boot == 1) {
+			t.Fatalf("run %d: identity created = %v\n%s", boot, created, p.stderr.String())
+		}
+	}
+	fi, err := os.Stat(filepath.Join(machine, demoIdentity))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("demo identity: %v, %v; want mode 0600", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(machine, demoDir, "state")); err != nil {
+		t.Fatalf("demo state directory: %v", err)
+	}
+}
+
+func TestExample_UsageErrors_ExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"--no-such-flag"}, {"--heartbeat", "soon"}, {"extra-argument"}} {
+		p := startProc(t, t.TempDir(), cleanEnv(), args...)
+		if code := p.wait(t, exitTimeout); code != 2 {
+			t.Errorf("%q: exit code %d, want 2\n%s", args, code, p.stderr.String())
+		}
+	}
+}
