@@ -48,7 +48,7 @@ func putNumbered(t testing.TB, s *store.Store, n int) []string {
 
 func TestGetMany_ReadsAllInOrderWithBoundedConcurrency(t *testing.T) {
 	for _, c := range []struct{ asked, want int }{{4, 4}, {0, store.DefaultConcurrency}, {-1, store.DefaultConcurrency}} {
-		sb := &slowBackend{Backend: mem.New(mem.Options{}), delay: 2 * time.Millisecond}
+		sb := &slowBackend{Backend: mem.New(mem.Options{}), delay: 10 * time.Millisecond}
 		s, err := store.Open(sb, newSealer(t), store.Options{})
 		if err != nil {
 			t.Fatal(err)
