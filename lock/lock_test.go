@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/lock/locktest"
 	"go.uber.org/goleak"
@@ -30,5 +31,19 @@ func TestLock_MemWithoutConditionalWrites(t *testing.T) {
 	locktest.Run(t, locktest.Harness{
 		NewBackend: func(t *testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) },
 		StaleAfter: 600 * time.Millisecond,
+	})
+}
+
+func TestLock_FS(t *testing.T) {
+	locktest.Run(t, locktest.Harness{
+		NewBackend: func(t *testing.T) backend.Backend {
+			b, err := fs.New(t.TempDir(), fs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			return b
+		},
+		StaleAfter: time.Second,
 	})
 }
