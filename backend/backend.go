@@ -19,13 +19,18 @@
 //     conditional call and never performs the write unconditionally.
 //  4. Give every successful write a new [Object.Version]: two writes of the
 //     same bytes still get different versions, so compare-and-swap cannot be
-//     fooled by an ABA write.
+//     fooled by an ABA write. (S3 cannot: its ETag is the MD5 of the bytes.
+//     A backend like that says so in its docs and sets
+//     backendtest.Harness.ContentAddressedVersions; the store stays safe
+//     because age sealing makes every write's bytes differ.)
 //  5. Never show a torn object: a reader sees the whole old object or the
 //     whole new one.
 //  6. List keys in lexical order, paginating internally, and hide any
 //     bookkeeping files of the backend's own.
 //  7. Report the storage's clock from [Backend.Now]; callers judge
 //     staleness on it rather than on their local clock.
+//  8. If the backend holds resources (a directory handle, connections),
+//     implement io.Closer; the state package closes backends it opened.
 package backend
 
 import (
@@ -87,7 +92,12 @@ type Backend interface {
 	// ErrPreconditionFailed when the key exists; with opts.IfVersion when
 	// the key is absent or has another version. A backend without
 	// conditional writes returns ErrUnsupported for any condition and
-	// writes nothing. It returns the new object's description.
+	// writes nothing. Setting both conditions is a caller error, refused
+	// without writing. A backend may also refuse, with ErrUnsupported and
+	// without writing, a valid key its storage cannot represent (the fs
+	// backend: a path segment longer than the file system's name limit).
+	// Put does not retain data. It returns the new object's description,
+	// ModTime included (on the storage's clock).
 	Put(ctx context.Context, key string, data []byte, opts PutOptions) (Object, error)
 
 	// Delete removes the object at key. It returns an error wrapping
