@@ -161,7 +161,7 @@ func (a *acquirer) decide(obs observation) (takeover, *HeldError) {
 	case !obs.present:
 		return takeover{}, nil
 	case !obs.readable:
-		return takeover{reason: fmt.Sprintf("the lock object is unreadable (%v); an advisory lock must not brick a boot", obs.why), warn: true}, nil
+		return takeover{reason: fmt.Sprintf("the lock object is unreadable (%v); the lock must never brick a boot", obs.why), warn: true}, nil
 	case obs.rec.InstanceID == a.o.InstanceID:
 		return takeover{reason: fmt.Sprintf("it was held by this instance id (pid %d on %s, heartbeat %s ago): a restart", obs.rec.PID, obs.rec.Hostname, roundAge(obs.age))}, nil
 	case obs.age >= a.o.StaleAfter:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/store"
 )
 
@@ -22,16 +23,17 @@ type observation struct {
 	age time.Duration
 }
 
-// observe reads the lock object and the storage clock. An object that
-// exists but does not open or decode (a wrong key after an identity
-// rotation, garbage) is reported unreadable rather than as an error. To
-// tell that from a failing storage, whose errors the store does not type, a
-// failed read is retried once and the object's existence confirmed with
-// Stat. withAge also reads the storage clock to fill in obs.age.
+// observe reads the lock object and, withAge, the storage clock. An object
+// that exists but does not open or decode (a wrong key after an identity
+// rotation, garbage) is reported unreadable rather than as an error. The
+// envelope's errors say so directly; any other failed read (a sealer
+// without typed errors, or a failing storage, whose errors are not typed
+// either) is retried once, and the object's existence confirmed with Stat,
+// before it counts as unreadable.
 func observe(ctx context.Context, st *store.Store, withAge bool) (observation, error) {
 	var obs observation
 	data, info, err := st.Get(ctx, Name)
-	if err != nil && !errors.Is(err, backend.ErrNotFound) && ctx.Err() == nil {
+	if err != nil && !errors.Is(err, backend.ErrNotFound) && !doesNotOpen(err) && ctx.Err() == nil {
 		data, info, err = st.Get(ctx, Name)
 	}
 	switch {
@@ -76,4 +78,19 @@ func (o observation) staleIn(staleAfter time.Duration) time.Duration {
 
 func (o observation) held(staleAfter time.Duration) *HeldError {
 	return &HeldError{Holder: o.rec, HeartbeatAge: o.age, StaleAfter: staleAfter, StaleIn: o.staleIn(staleAfter)}
+}
+
+// doesNotOpen reports errors that say the object itself is bad, as opposed
+// to the storage failing to deliver it.
+func doesNotOpen(err error) bool {
+	for _, target := range []error{
+		envelope.ErrNoIdentity, envelope.ErrTampered, envelope.ErrUnauthenticated,
+		envelope.ErrNotEnvelope, envelope.ErrTruncated, envelope.ErrNameMismatch,
+		envelope.ErrTooLarge, store.ErrTooLarge,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
