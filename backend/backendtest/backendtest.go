@@ -6,7 +6,27 @@
 // capability honesty, context cancellation, hostile keys and the clock.
 //
 // Every case asks the harness for a fresh backend, so cases are independent
-// and a failure names the behaviour that broke.
+// and a failure names the behaviour that broke. A backend's whole
+// conformance test is a few lines:
+//
+//	func TestConformance(t *testing.T) {
+//		backendtest.Run(t, backendtest.Harness{
+//			NewBackend: func(t *testing.T) backend.Backend {
+//				b, err := fs.New(t.TempDir(), fs.Options{})
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				t.Cleanup(func() { b.Close() })
+//				return b
+//			},
+//		})
+//	}
+//
+// Cases that need conditional writes skip when [backend.Capabilities]
+// reports none, and the capability-honesty case then checks that
+// conditional calls fail with [backend.ErrUnsupported] and change nothing.
+// The heavy cases (a 64 MiB object, 2,500 keys) run once each; -short
+// skips the 64 MiB one.
 package backendtest
 
 import (
