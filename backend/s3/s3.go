@@ -41,12 +41,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -56,13 +59,21 @@ import (
 // Backend stores objects in one S3 bucket. It is safe for concurrent use.
 type Backend struct {
 	client      *s3.Client
+	transport   *http.Transport // ours to close; nil when the caller gave the HTTP client
+	closed      atomic.Bool
 	bucket      string
 	probePrefix string
 	conditional bool
 	log         *slog.Logger
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend = (*Backend)(nil)
+	_ io.Closer       = (*Backend)(nil)
+)
+
+// errClosed is returned by every operation after Close.
+var errClosed = errors.New("s3 backend used after Close")
 
 // New returns a backend on opts.Bucket. With opts.Conditional ==
 // ConditionalAuto (or empty) it probes the server's conditional writes,
@@ -92,6 +103,18 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("s3: probe prefix: %w", err)
 	}
 
+	var transport *http.Transport
+	if opts.HTTPClient == nil {
+		// The SDK's transport defaults, in a client we can close: Close
+		// must release the idle connections (and their goroutines).
+		transport = awshttp.NewBuildableClient().GetTransport()
+		opts.HTTPClient = &http.Client{
+			Transport: transport,
+			// S3 redirects (wrong region) are answers to report, not
+			// to follow; the SDK's own client does the same.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
 	cfg, err := awsConfig(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -111,7 +134,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		// safe to retry (ADR 0005).
 		o.Retryer = retry.AddWithErrorCodes(retry.NewStandard(), "ConditionalRequestConflict")
 	})
-	b := &Backend{client: client, bucket: opts.Bucket, probePrefix: probePrefix, log: log}
+	b := &Backend{client: client, transport: transport, bucket: opts.Bucket, probePrefix: probePrefix, log: log}
 
 	attrs := []any{slog.String("bucket", opts.Bucket), slog.String("endpoint", endpointForLog(opts.Endpoint)), slog.String("mode", string(mode))}
 	switch mode {
@@ -123,6 +146,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	case ConditionalAuto:
 		res, err := b.Probe(ctx)
 		if err != nil {
+			b.Close()
 			return nil, err
 		}
 		b.conditional = res.Supported
@@ -175,12 +199,35 @@ func (b *Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ConditionalWrites: b.conditional}
 }
 
+// Close releases the backend's idle connections. The backend must not be
+// used afterwards: every operation then fails. An HTTP client given in
+// Options is the caller's and is left alone.
+func (b *Backend) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	if b.transport != nil {
+		b.transport.CloseIdleConnections()
+	}
+	return nil
+}
+
+func (b *Backend) usable(op, key string) error {
+	if b.closed.Load() {
+		return fmt.Errorf("s3: %s %q in bucket %q: %w", op, key, b.bucket, errClosed)
+	}
+	return nil
+}
+
 // Bucket returns the bucket's name.
 func (b *Backend) Bucket() string { return b.bucket }
 
 // Get implements backend.Backend.
 func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
+		return nil, backend.Object{}, err
+	}
+	if err := b.usable("get", key); err != nil {
 		return nil, backend.Object{}, err
 	}
 	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
@@ -200,6 +247,9 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 // writes); it can differ from a later listing's by the second it took.
 func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
+		return backend.Object{}, err
+	}
+	if err := b.usable("put", key); err != nil {
 		return backend.Object{}, err
 	}
 	in := &s3.PutObjectInput{
@@ -245,6 +295,9 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 	if err := backend.ValidateKey(key); err != nil {
 		return err
 	}
+	if err := b.usable("delete", key); err != nil {
+		return err
+	}
 	in := &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key}
 	op := "delete"
 	if opts.IfVersion != "" {
@@ -280,6 +333,9 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return err
 	}
+	if err := b.usable("list prefix", prefix); err != nil {
+		return err
+	}
 	in := &s3.ListObjectsV2Input{Bucket: &b.bucket}
 	if prefix != "" {
 		in.Prefix = &prefix
@@ -312,6 +368,9 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 // Now implements backend.Backend: the Date header of a HeadBucket
 // response, which needs the same permission as List.
 func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+	if err := b.usable("read the clock of bucket", ""); err != nil {
+		return time.Time{}, err
+	}
 	out, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b.bucket})
 	if err != nil {
 		return time.Time{}, b.mapErr(ctx, "read the clock of", "", false, err)

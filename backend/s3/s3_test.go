@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/smithy-go"
 	"github.com/minio/minio-go/v7"
+	"go.uber.org/goleak"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
@@ -269,5 +270,28 @@ func TestNew_LogsProbeOutcome(t *testing.T) {
 	}
 	if strings.Contains(log, srv.SecretKey) {
 		t.Error("the log contains the secret key")
+	}
+}
+
+func TestClose_ReleasesConnectionGoroutines_ThenRefusesUse(t *testing.T) {
+	srv := versitygw.Start(t)
+	opts := srv.Options(srv.NewBucket(t))
+	before := goleak.IgnoreCurrent()
+	b, err := s3.New(t.Context(), opts) // the backend's own HTTP client
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Put(t.Context(), "k", []byte("x"), backend.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, before)
+	if _, err := b.Put(t.Context(), "k", []byte("y"), backend.PutOptions{}); err == nil || !strings.Contains(err.Error(), "after Close") {
+		t.Errorf("Put after Close = %v, want a use-after-Close error", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
 	}
 }
