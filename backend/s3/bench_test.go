@@ -3,6 +3,7 @@ package s3_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
@@ -24,7 +25,20 @@ func BenchmarkS3(b *testing.B) {
 	for _, s := range servers {
 		b.Run(s.name, func(b *testing.B) {
 			srv := s.start(b)
-			be := newBackend(b, srv, srv.NewBucket(b), s3.ConditionalAuto)
+			bucket := srv.NewBucket(b)
+			be := newBackend(b, srv, bucket, s3.ConditionalAuto)
+			b.Run("NewWithProbe", func(b *testing.B) {
+				opts := srv.Options(bucket)
+				opts.HTTPClient = httpClient(b)
+				opts.Logger = slog.New(slog.DiscardHandler)
+				for b.Loop() {
+					nb, err := s3.New(b.Context(), opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					nb.Close()
+				}
+			})
 			for _, size := range []int{4 << 10, 1 << 20} {
 				data := make([]byte, size)
 				for i := range data {
