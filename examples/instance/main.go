@@ -146,7 +146,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	select {
 	case <-ctx.Done():
-		stop() // a second signal now kills the process the default way
+		// Keep catching signals until Close returns, then ignore them until
+		// exit: `timeout`, shells and init systems often deliver SIGTERM
+		// twice (to the process and to its group), and dying on the second
+		// one would skip the release or the exit code. Close is bounded by
+		// its own timeout instead.
+		defer signal.Ignore(syscall.SIGTERM, os.Interrupt)
 		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := inst.Close(closeCtx); err != nil {

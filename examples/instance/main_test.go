@@ -636,3 +636,26 @@ func TestExample_UsageErrors_ExitTwo(t *testing.T) {
 		}
 	}
 }
+
+// `timeout`, shells and init systems may deliver SIGTERM twice in a row (to
+// the process and to its group); the second must not cut the release short.
+func TestExample_SIGTERMTwice_StillReleasesAndExitsZero(t *testing.T) {
+	w := newWorld(t, fsTarget())
+	a := w.start(t, "", "inst-a", nil)
+	ready(t, a, "inst-a")
+	// Keep signalling while it shuts down: signals sent at once coalesce,
+	// so space them to land during Close. Errors after exit are expected.
+	for range 500 {
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		time.Sleep(100 * time.Microsecond)
+	}
+	if code := a.wait(t, exitTimeout); code != 0 {
+		t.Fatalf("exit code after two SIGTERMs = %d, want 0\nstderr:\n%s", code, a.stderr.String())
+	}
+	if !strings.Contains(a.stdout.String(), "shutdown complete\n") {
+		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", a.stdout.String())
+	}
+	if _, _, err := w.store(t).Internal().Get(context.Background(), lock.Name); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("lock object after the shutdown: %v, want it deleted", err)
+	}
+}
