@@ -3,7 +3,6 @@ package envelope
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"testing"
 
 	"filippo.io/age"
@@ -50,11 +49,13 @@ func bareOpen(b *testing.B, id age.Identity, ct []byte) []byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := io.ReadAll(r)
-	if err != nil {
+	// Pre-sized, so the baseline does not pay for io.ReadAll's regrowth.
+	var out bytes.Buffer
+	out.Grow(len(ct))
+	if _, err := out.ReadFrom(r); err != nil {
 		b.Fatal(err)
 	}
-	return out
+	return out.Bytes()
 }
 
 // BenchmarkSealOpen compares a seal plus an open through the envelope
