@@ -96,6 +96,10 @@ func New(identities []age.Identity, recipients []age.Recipient, opts ...Option) 
 			}
 			continue // a reader-only identity (allowUnauth) with no derivable recipient
 		}
+		if !ok {
+			// It learns file keys without being able to write: bind content.
+			e.contentBound = true
+		}
 		if s := recipientString(r); s == "" || !own[s] {
 			own[s] = true
 			e.recipients = append(e.recipients, r)

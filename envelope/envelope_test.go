@@ -425,6 +425,12 @@ func TestNew_ReaderOnlyIdentityWithOptIn_OpensButCannotSeal(t *testing.T) {
 	if _, err := reader.Seal("x", nil); !errors.Is(err, ErrInvalidIdentity) {
 		t.Fatalf("Seal without an authenticating identity: got %v, want ErrInvalidIdentity", err)
 	}
+	// Next to a writer identity, a reader-only one is an outsider: objects
+	// are content-bound.
+	mixed := mustNew(t, []age.Identity{newX25519(t), bareSSH}, nil, AllowUnauthenticated())
+	if sealed := mustSeal(t, mixed, "x", nil); sealed[offFlags]&flagContent == 0 {
+		t.Fatal("sealing to a reader-only identity did not bind the content")
+	}
 }
 
 func TestEnvelope_ConcurrentSealOpen(t *testing.T) {
