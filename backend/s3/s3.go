@@ -103,21 +103,27 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		return nil, fmt.Errorf("s3: probe prefix: %w", err)
 	}
 
+	ownClient := opts.HTTPClient == nil
+	cfg, err := awsConfig(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
 	var transport *http.Transport
-	if opts.HTTPClient == nil {
-		// The SDK's transport defaults, in a client we can close: Close
+	if ownClient {
+		// The SDK's transport, as the configuration left it (with the
+		// AWS_CA_BUNDLE roots, for one), in a client we can close: Close
 		// must release the idle connections (and their goroutines).
-		transport = awshttp.NewBuildableClient().GetTransport()
-		opts.HTTPClient = &http.Client{
+		bc, ok := cfg.HTTPClient.(*awshttp.BuildableClient)
+		if !ok {
+			bc = awshttp.NewBuildableClient()
+		}
+		transport = bc.GetTransport()
+		cfg.HTTPClient = &http.Client{
 			Transport: transport,
 			// S3 redirects (wrong region) are answers to report, not
 			// to follow; the SDK's own client does the same.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
-	}
-	cfg, err := awsConfig(ctx, opts)
-	if err != nil {
-		return nil, err
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		if opts.Endpoint != "" {

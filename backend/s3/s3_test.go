@@ -295,3 +295,44 @@ func TestClose_ReleasesConnectionGoroutines_ThenRefusesUse(t *testing.T) {
 		t.Errorf("second Close = %v", err)
 	}
 }
+
+// The path a deployed instance takes: an s3:// URL plus credentials from the
+// standard AWS chain (here the environment that Env gives a child process).
+func TestURLAndEnv_OpenTheBucketThroughTheAWSChain(t *testing.T) {
+	eachServer(t, func(t *testing.T, srv oracleServer) {
+		bucket := srv.NewBucket(t)
+		type urlServer interface {
+			URL(bucket, root string) string
+			Env() []string
+		}
+		us := srv.(urlServer)
+		for _, kv := range us.Env() {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
+		opts, root, err := s3.ParseURL(us.URL(bucket, "apps/one"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if root != "apps/one" {
+			t.Errorf("root = %q, want apps/one", root)
+		}
+		opts.ProbePrefix = root + "/.cairn-state/"
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+		b, err := s3.New(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("s3.New from the URL with credentials from the environment: %v", err)
+		}
+		t.Cleanup(func() { b.Close() })
+		key := root + "/.cairn-state/x"
+		if _, err := b.Put(t.Context(), key, []byte("via the chain"), backend.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := oracleGet(t, srv, bucket, key); string(got) != "via the chain" {
+			t.Errorf("the bucket holds %q at %q", got, key)
+		}
+		if keys := oracleKeys(t, srv, bucket); !slices.Equal(keys, []string{key}) {
+			t.Errorf("bucket keys = %q, want only %q (probe removed)", keys, key)
+		}
+	})
+}
