@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
@@ -63,7 +64,9 @@ func OpenBackend(ctx context.Context, rawURL string, logger *slog.Logger) (backe
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("state directory: %w", err)
 		}
-		b, err := fs.New(dir, fs.Options{})
+		// A write takes milliseconds; an hour-old temp file is a killed
+		// writer's leftover, swept so that crashes don't pile up on disk.
+		b, err := fs.New(dir, fs.Options{Logger: logger, RemoveTempFilesOlderThan: time.Hour})
 		if err != nil {
 			return nil, "", err
 		}
