@@ -106,7 +106,7 @@ func commands() []command {
 		{"put", "NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock", runPut},
 		{"rm", "NAME", "delete one object; takes the lock", runRm},
 		{"verify", "", "open every object, report each one that fails and why", runVerify},
-		{"rekey", "[--old-identity FILE]...", "re-seal every object to the current recipients; takes the lock", runRekey},
+		{"rekey", "[--old-identity FILE]... [--restart]", "re-seal every object to the current recipients; takes the lock", runRekey},
 		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch", runLockStatus},
 		{"lock break", "[--holder ID] [--force]", "remove a stale lock; a live one only with --force and the matching --holder", runLockBreak},
 		{"migrate status", "", "applied (and unfinished) migrations", runMigrateStatus},

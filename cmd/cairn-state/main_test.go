@@ -116,17 +116,7 @@ type target struct {
 // swap) and Garage (no conditional writes). The servers skip their subtest
 // when their binary is missing, unless CAIRN_REQUIRE_SERVERS=1.
 func eachBackend(t *testing.T, fn func(t *testing.T, tg *target)) {
-	t.Run("fs", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "state")
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		raw, err := fs.New(dir, fs.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		fn(t, &target{name: "fs", url: "file://" + dir, raw: raw, dir: t.TempDir()})
-	})
+	t.Run("fs", func(t *testing.T) { fn(t, fsTarget(t)) })
 	t.Run("versitygw", func(t *testing.T) {
 		srv := versitygw.Start(t)
 		fn(t, s3Target(t, "versitygw", &srv.S3Server))
@@ -135,6 +125,19 @@ func eachBackend(t *testing.T, fn func(t *testing.T, tg *target)) {
 		srv := garage.Start(t)
 		fn(t, s3Target(t, "garage", &srv.S3Server))
 	})
+}
+
+// fsTarget is a fresh local directory store.
+func fsTarget(t *testing.T) *target {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fs.New(dir, fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &target{name: "fs", url: "file://" + dir, raw: raw, dir: t.TempDir()}
 }
 
 func s3Target(t *testing.T, name string, srv *testutil.S3Server) *target {

@@ -110,8 +110,8 @@ func instanceID() string {
 }
 
 // withLock takes the instance lock on st as cairn-state@HOST, runs fn with a
-// view of st fenced by the lock and a context cancelled if the lock is lost,
-// and releases the lock. A live foreign holder makes it fail with the lock's
+// view of st fenced by the lock and a context cancelled if the lock is lost
+// or ctx is done, and releases the lock. A live foreign holder makes it fail with the lock's
 // *HeldError (exit code 3).
 func (a *app) withLock(ctx context.Context, st *store.Store, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
 	id := instanceID()
@@ -133,7 +133,13 @@ func (a *app) withLock(ctx context.Context, st *store.Store, fn func(ctx context
 			err = fmt.Errorf("release lock: %w", rerr)
 		}
 	}()
-	err = fn(l.Context(), st.WithFence(l), l)
+	// The work stops when the lock is lost or when the caller gives up
+	// (SIGINT, SIGTERM): the lock's context alone outlives a signal.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(l.Context(), cancel)
+	defer stop()
+	err = fn(wctx, st.WithFence(l), l)
 	if err != nil && l.Err() != nil {
 		// The lock was lost while we worked: say so rather than only the
 		// cancelled operation.

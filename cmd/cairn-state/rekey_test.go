@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,45 +21,58 @@ import (
 	"github.com/cairnhq/state/store"
 )
 
-// killRekeyAfter starts `rekey` with the test-only pause hook, waits until
-// it has re-sealed `after` objects and saved its progress, and SIGKILLs it.
-func (tg *target) killRekeyAfter(t *testing.T, after int, args ...string) {
+// pausedRekey is a `rekey` process stopped by the test-only pause hook
+// after re-sealing some objects and saving its progress.
+type pausedRekey struct {
+	cmd    *exec.Cmd
+	stderr io.ReadCloser
+	log    strings.Builder // stderr up to the pause
+	stdout bytes.Buffer
+}
+
+// startPausedRekey starts `rekey args...` with the pause hook set to after
+// and waits until it has paused.
+func (tg *target) startPausedRekey(t *testing.T, after int, args ...string) *pausedRekey {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, append([]string{"rekey"}, args...)...)
-	cmd.Env = tg.environ(pauseEnv + "=" + strconv.Itoa(after))
-	cmd.Dir = tg.dir
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
+	p := &pausedRekey{}
+	p.cmd = exec.Command(binPath, append([]string{"rekey"}, args...)...)
+	p.cmd.Env = tg.environ(pauseEnv + "=" + strconv.Itoa(after))
+	p.cmd.Dir = tg.dir
+	p.cmd.Stdout = &p.stdout
+	var err error
+	if p.stderr, err = p.cmd.StderrPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var log strings.Builder
-	sc := bufio.NewScanner(stderr)
-	paused := false
+	t.Cleanup(func() { p.stop(syscall.SIGKILL) })
+	sc := bufio.NewScanner(p.stderr)
 	for sc.Scan() {
-		log.WriteString(sc.Text() + "\n")
+		p.log.WriteString(sc.Text() + "\n")
 		if strings.Contains(sc.Text(), "paused after") {
-			paused = true
-			break
+			return p
 		}
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
+	p.stop(syscall.SIGKILL)
+	t.Fatalf("rekey never paused:\n%s%s", p.log.String(), p.stdout.String())
+	return nil
+}
+
+// stop sends sig and waits for the process; it returns the exit code and
+// the rest of stderr.
+func (p *pausedRekey) stop(sig syscall.Signal) (int, string) {
+	if p.cmd.ProcessState != nil {
+		return p.cmd.ProcessState.ExitCode(), ""
 	}
-	_, _ = io.Copy(io.Discard, stderr) // EOF: the only writer is dead
-	_ = cmd.Wait()
-	if !paused {
-		t.Fatalf("rekey never paused:\n%s%s", log.String(), stdout.String())
-	}
-	if !strings.Contains(log.String(), "rekey: 0/") {
-		t.Errorf("rekey printed no plain progress lines when not on a terminal:\n%s", log.String())
-	}
+	_ = p.cmd.Process.Signal(sig)
+	// A process that ignores the signal is killed: the test then fails on
+	// its exit code instead of hanging.
+	timer := time.AfterFunc(30*time.Second, func() { _ = p.cmd.Process.Kill() })
+	defer timer.Stop()
+	rest, _ := io.ReadAll(p.stderr) // EOF once the process is gone
+	_ = p.cmd.Wait()
+	return p.cmd.ProcessState.ExitCode(), string(rest)
 }
 
 func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T) {
@@ -69,7 +85,11 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 		// A migration log, a reserved object, is re-keyed too.
 		writeMigrationLog(t, tg, oldID)
 
-		tg.killRekeyAfter(t, 12, "--identity", newID, "--old-identity", oldID)
+		p := tg.startPausedRekey(t, 12, "--identity", newID, "--old-identity", oldID)
+		if !strings.Contains(p.log.String(), "rekey: 0/31 objects") {
+			t.Errorf("rekey printed no plain progress lines when not on a terminal:\n%s", p.log.String())
+		}
+		p.stop(syscall.SIGKILL)
 
 		// Killed mid-way: some objects open with the new key, the rest
 		// with the old one only; the dead rekey's lock is still there.
@@ -136,8 +156,7 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 }
 
 func TestRekey_WithRecoveryRecipient_SealsToIt_AndAReadOnlyOldKeyIsNeeded(t *testing.T) {
-	dir := t.TempDir()
-	tg := &target{dir: dir, url: "file://" + dir + "/state"}
+	tg := fsTarget(t)
 	oldID, _ := tg.keygen(t, "old.txt")
 	newID, _ := tg.keygen(t, "new.txt")
 	_, recovery := tg.keygen(t, "recovery.txt")
@@ -188,7 +207,8 @@ func writeMigrationLog(t *testing.T, tg *target, id string) {
 	t.Helper()
 	ctx := t.Context()
 	st := tg.store(t, id)
-	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "migrator"})
+	logger := slog.New(slog.NewTextHandler(t.Output(), nil))
+	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "migrator", Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,8 +216,74 @@ func writeMigrationLog(t *testing.T, tg *target, id string) {
 	_, err = migrate.Run(ctx, l, st, []migrate.Migration{{
 		ID: "0001-seed", Description: "a test migration",
 		Up: func(ctx context.Context, st *store.Store) error { return nil },
-	}}, migrate.Options{})
+	}}, migrate.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestWrites_AnotherCLIWritingOnThisHost_Exit3_ThenSIGTERMReleasesAndRekeyResumes(t *testing.T) {
+	tg := fsTarget(t)
+	oldID, _ := tg.keygen(t, "old.txt")
+	newID, _ := tg.keygen(t, "new.txt")
+	want := seed(t, tg, 10, oldID)
+
+	p := tg.startPausedRekey(t, 4, "--identity", newID, "--old-identity", oldID)
+	// Same instance id (cairn-state@HOST), but that process is alive and
+	// writing: refused, not taken over.
+	r := tg.cli(t, []byte("v"), "put", "obj/new", "--identity", newID).must(t, exitHeld)
+	if !strings.Contains(r.stderr, "another cairn-state process") || !strings.Contains(r.stderr, instanceID()) {
+		t.Errorf("refusal does not say another cairn-state holds the lock:\n%s", r)
+	}
+
+	// SIGTERM: the rekey stops, saves its progress and releases the lock.
+	code, rest := p.stop(syscall.SIGTERM)
+	if code != exitFail {
+		t.Errorf("rekey after SIGTERM exited %d, want 1:\n%s", code, rest)
+	}
+	if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
+		t.Errorf("the lock survived a SIGTERM'd rekey: %+v", st)
+	}
+	ls := decode[lsDoc](t, tg.cli(t, nil, "ls", "--all", "--json").must(t, exitOK))
+	if !slices.ContainsFunc(ls.Objects, func(o objectDoc) bool { return o.Name == progressName }) {
+		t.Fatalf("no progress record after SIGTERM: %+v", ls.Objects)
+	}
+
+	doc := decode[rekeyDoc](t, tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", oldID, "--json").must(t, exitOK))
+	if !doc.Resumed || doc.Total != 10 || doc.Skipped+doc.Resealed != 10 {
+		t.Errorf("rekey after SIGTERM = %+v", doc)
+	}
+	newOnly := tg.store(t, newID)
+	for name, val := range want {
+		if got, _, err := newOnly.Get(t.Context(), name); err != nil || !bytes.Equal(got, val) {
+			t.Errorf("%s with the new key: %q, %v", name, got, err)
+		}
+	}
+}
+
+func TestRekey_OnATerminal_DrawsAProgressBar(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("needs util-linux script(1) to give the CLI a terminal")
+	}
+	tg := fsTarget(t)
+	id, _ := tg.keygen(t, "id.txt")
+	seed(t, tg, 5, id)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	// script runs the command on a new pseudo-terminal and copies what it
+	// writes there to our stdout.
+	cmd := exec.CommandContext(ctx, scriptBin, "-qefc", binPath+" rekey --identity "+id, "/dev/null")
+	cmd.Env = tg.environ()
+	cmd.Dir = tg.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("rekey on a terminal: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("\rrekey [")) || !bytes.Contains(out, []byte("] 5/5")) {
+		t.Errorf("no progress bar on a terminal:\n%q", out)
+	}
+	if !bytes.Contains(out, []byte("re-sealed 5 of 5 objects")) {
+		t.Errorf("no summary:\n%q", out)
 	}
 }
