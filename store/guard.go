@@ -17,10 +17,11 @@ import (
 // overwrite or delete state. The comparison ignores case, because on a
 // case-insensitive file system ".Cairn-State/x" is the same file.
 //
-// root is the store's root prefix, as in Options.Root. Other operations
-// pass through unchanged.
+// root is the store's root prefix, as in Options.Root; surrounding '/' are
+// ignored, so a mistyped "/apps/one" still protects "apps/one". Other
+// operations pass through unchanged.
 func Guard(b backend.Backend, root string) backend.Backend {
-	root = strings.TrimSuffix(root, "/")
+	root = strings.Trim(root, "/")
 	p := reservedPrefix(root)
 	return &guard{Backend: b, prefix: strings.ToLower(p), folder: strings.ToLower(strings.TrimSuffix(p, "/"))}
 }

@@ -77,7 +77,7 @@ func TestGuard_List_HidesStateAndRefusesReservedPrefix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g := store.Guard(raw, "r/")
+	g := store.Guard(raw, "/r/")
 	var keys []string
 	if err := g.List(ctx, "", func(o backend.Object) error {
 		keys = append(keys, o.Key)
