@@ -47,7 +47,8 @@ type app struct {
 	interactive bool // stderr is a terminal: draw a progress bar
 
 	logger  *slog.Logger
-	emitted bool // a JSON document has been written to stdout
+	emitted bool        // a JSON document has been written to stdout
+	closers []io.Closer // backends to close when the command is done
 }
 
 // usageError is a mistake in the command line: exit code 2.
@@ -118,6 +119,9 @@ func run(ctx context.Context, args []string, io stdio, getenv func(string) strin
 	a := &app{stdio: io, getenv: getenv, staleAfter: defaultStaleAfter}
 	a.interactive = isTerminal(io.err)
 	err := a.dispatch(ctx, args)
+	for _, c := range a.closers {
+		_ = c.Close()
+	}
 	if err != nil {
 		a.fail(err)
 	}

@@ -92,19 +92,7 @@ func TestLockBreak_StaleLock_RemovedWithoutForce_NamingWhatItRemoved(t *testing.
 		id, _ := tg.keygen(t, "id.txt")
 		h := tg.startHolder(t, "pod-gone", id)
 		h.kill(t) // SIGKILL: the lock stays behind, no longer refreshed
-
-		// Judged with a 2s stale window, the lock goes stale.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id, "--json").must(t, exitOK))
-			if st.Stale {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("lock never went stale: %+v", st)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		waitStale(t, tg, id)
 		r := tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id).must(t, exitOK)
 		if !strings.Contains(r.stdout, "STALE") {
 			t.Errorf("lock status of a stale lock:\n%s", r)
@@ -118,4 +106,37 @@ func TestLockBreak_StaleLock_RemovedWithoutForce_NamingWhatItRemoved(t *testing.
 			t.Errorf("lock status after break:\n%s", r)
 		}
 	})
+}
+
+func TestPut_StaleForeignLock_TakenOver(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		tg.startHolder(t, "pod-gone", id).kill(t)
+		waitStale(t, tg, id)
+		doc := decode[putDoc](t, tg.cli(t, []byte("v"), "put", "x", "--stale-after", "2s", "--identity", id, "--json").must(t, exitOK))
+		// The write replaced the stale record: the epoch grew.
+		if doc.Lock.InstanceID != instanceID() || doc.Lock.Epoch != 2 {
+			t.Errorf("put over a stale lock: %+v", doc.Lock)
+		}
+		if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
+			t.Errorf("lock left behind after the put: %+v", st)
+		}
+	})
+}
+
+// waitStale waits until the target's lock is stale when judged with a 2s
+// window.
+func waitStale(t *testing.T, tg *target, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id, "--json").must(t, exitOK))
+		if st.Present && st.Stale {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lock never went stale: %+v", st)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }

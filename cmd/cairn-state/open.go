@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -55,6 +56,9 @@ func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) 
 	b, root, err := state.OpenBackend(ctx, a.url, a.logger)
 	if err != nil {
 		return nil, "", fmt.Errorf("open %s: %w", a.url, err)
+	}
+	if c, ok := b.(io.Closer); ok {
+		a.closers = append(a.closers, c)
 	}
 	return b, root, nil
 }
