@@ -41,6 +41,7 @@ func BenchmarkVersitygw(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { be.Close() })
 	st, err := store.Open(be, newSealer(b), store.Options{})
 	if err != nil {
 		b.Fatal(err)

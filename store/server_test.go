@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -36,6 +37,39 @@ func runRawBucketTests(t *testing.T, srv *testutil.S3Server, cas bool) {
 	t.Run("SecretNeverStored_KeysUnderReservedPrefix", func(t *testing.T) { testRawSecretNeverStored(t, fresh(t)) })
 	t.Run("GuardedApplication_CannotTouchState", func(t *testing.T) { testRawGuard(t, fresh(t)) })
 	t.Run("ConcurrentUpdates", func(t *testing.T) { testRawConcurrentUpdates(t, fresh(t), cas) })
+	t.Run("SameValueTwice_NewVersion", func(t *testing.T) { testRawSameValueNewVersion(t, fresh(t), cas) })
+}
+
+// testRawSameValueNewVersion pins what compare-and-swap on S3 relies on:
+// S3 versions (ETags) are the MD5 of the bytes, so only because sealing
+// makes every write's bytes differ does writing the same value again give
+// a new version, and a stale version cannot match by accident (ABA).
+func testRawSameValueNewVersion(t *testing.T, u s3Under, cas bool) {
+	ctx := t.Context()
+	s, err := store.Open(u.b, newSealer(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Put(ctx, "same", []byte("identical value"), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Put(ctx, "same", []byte("identical value"), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Version == second.Version {
+		t.Fatalf("two writes of the same value share version %s", first.Version)
+	}
+	if !cas {
+		return
+	}
+	if _, err := s.Put(ctx, "same", []byte("identical value"), store.PutOptions{IfVersion: first.Version}); !errors.Is(err, store.ErrPreconditionFailed) {
+		t.Errorf("Put with the first (stale) version = %v, want ErrPreconditionFailed", err)
+	}
+	if _, err := s.Put(ctx, "same", []byte("next"), store.PutOptions{IfVersion: second.Version}); err != nil {
+		t.Errorf("Put with the current version: %v", err)
+	}
 }
 
 func TestRawBucket_Versitygw(t *testing.T) {
