@@ -191,16 +191,16 @@ func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Obj
 		return nil, backend.Object{}, s.wrap("get", name, err)
 	}
 	defer rc.Close()
-	max := s.c.maxSize
-	if obj.Size > max {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: %d bytes stored, limit %d: %w", name, obj.Size, max, ErrTooLarge)
+	limit := s.c.maxSize
+	if obj.Size > limit {
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: %d bytes stored, limit %d: %w", name, obj.Size, limit, ErrTooLarge)
 	}
 	hint := obj.Size
 	if hint < 0 {
 		hint = 0
 	}
 	buf := make([]byte, 0, hint+1) // +1: the final Read that sees EOF needs no growth
-	lr := io.LimitReader(rc, max+1)
+	lr := io.LimitReader(rc, limit+1)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -214,8 +214,8 @@ func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Obj
 			return nil, backend.Object{}, s.wrap("get", name, err)
 		}
 	}
-	if int64(len(buf)) > max {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w", name, max, obj.Size, ErrTooLarge)
+	if int64(len(buf)) > limit {
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w", name, limit, obj.Size, ErrTooLarge)
 	}
 	return buf, obj, nil
 }
