@@ -60,7 +60,8 @@ func bareOpen(b *testing.B, id age.Identity, ct []byte) []byte {
 
 // BenchmarkSealOpen compares a seal plus an open through the envelope
 // ("envelope") with the same through bare age ("age"), per size; the ratio
-// of the two is the envelope's overhead.
+// of the two is the envelope's overhead. The "+recovery" pair seals to a
+// second X25519 recipient as well (content-bound envelope).
 func BenchmarkSealOpen(b *testing.B) {
 	for _, size := range benchSizes {
 		pt := bytes.Repeat([]byte{'x'}, size)
@@ -72,8 +73,34 @@ func BenchmarkSealOpen(b *testing.B) {
 				bareOpen(b, id, bareSeal(b, id.Recipient(), pt))
 			}
 		})
+		b.Run("age+recovery/"+sizeName(size), func(b *testing.B) {
+			id := benchIdentity(b)
+			rs := multiRecipient{id.Recipient(), benchIdentity(b).Recipient()}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				bareOpen(b, id, bareSeal(b, rs, pt))
+			}
+		})
 		b.Run("envelope/"+sizeName(size), func(b *testing.B) {
 			e, err := New([]age.Identity{benchIdentity(b)}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				sealed, err := e.Seal("bench/object", pt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := e.Open("bench/object", sealed); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("envelope+recovery/"+sizeName(size), func(b *testing.B) {
+			e, err := New([]age.Identity{benchIdentity(b)}, []age.Recipient{benchIdentity(b).Recipient()})
 			if err != nil {
 				b.Fatal(err)
 			}
