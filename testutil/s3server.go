@@ -97,6 +97,7 @@ func (s *S3Server) Backend(t testing.TB, bucket string) backend.Backend {
 	if err != nil {
 		t.Fatalf("s3 backend on %s bucket %q: %v", s.Name, bucket, err)
 	}
+	t.Cleanup(func() { b.Close() })
 	return b
 }
 
