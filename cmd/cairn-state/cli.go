@@ -45,6 +45,7 @@ type app struct {
 	staleAfter  time.Duration
 	verbose     bool
 	interactive bool // stderr is a terminal: draw a progress bar
+	allowUnauth bool // --allow-unauthenticated (get, rekey): the emergency recovery read
 
 	logger  *slog.Logger
 	emitted bool        // a JSON document has been written to stdout
@@ -103,11 +104,11 @@ func commands() []command {
 	return []command{
 		{"keygen", "[-o FILE]", "write a new X25519 identity (0600); print its recipient", runKeygen},
 		{"ls", "[--all] [PREFIX]", "list state names with sealed size and modification time", runLs},
-		{"get", "NAME", "decrypt one object to stdout", runGet},
+		{"get", "[--allow-unauthenticated] NAME", "decrypt one object to stdout", runGet},
 		{"put", "NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock", runPut},
 		{"rm", "NAME", "delete one object; takes the lock", runRm},
 		{"verify", "", "open every object, report each one that fails and why", runVerify},
-		{"rekey", "[--old-identity FILE]... [--restart]", "re-seal every object to the current recipients; takes the lock", runRekey},
+		{"rekey", "[--old-identity FILE]... [--allow-unauthenticated] [--restart]", "re-seal every object to the current recipients; takes the lock", runRekey},
 		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch", runLockStatus},
 		{"lock break", "[--holder ID] [--force]", "remove a stale lock; a live one only with --force and the matching --holder", runLockBreak},
 		{"migrate status", "", "applied (and unfinished) migrations", runMigrateStatus},

@@ -140,3 +140,22 @@ func waitStale(t *testing.T, tg *target, id string) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+func TestLockBreak_UnreadableLock_RemovedAndSaidSo(t *testing.T) {
+	tg := fsTarget(t)
+	theirs, _ := tg.keygen(t, "theirs.txt")
+	ours, _ := tg.keygen(t, "ours.txt")
+	tg.startHolder(t, "pod-rotated", theirs)
+
+	st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", ours, "--json").must(t, exitOK))
+	if !st.Present || st.Readable || !st.Stale {
+		t.Fatalf("lock sealed to other keys: %+v", st)
+	}
+	doc := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--identity", ours, "--json").must(t, exitOK))
+	if !doc.Unreadable {
+		t.Errorf("lock break of an unreadable lock = %+v", doc)
+	}
+	if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
+		t.Errorf("lock still present: %+v", st)
+	}
+}

@@ -78,8 +78,10 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 }
 
 type lockBreakDoc struct {
-	Removed holderDoc `json:"removed"`
-	Forced  bool      `json:"forced"`
+	// Removed is the record removed; zero for an unreadable lock.
+	Removed    holderDoc `json:"removed"`
+	Unreadable bool      `json:"unreadable"`
+	Forced     bool      `json:"forced"`
 }
 
 // runLockBreak removes a stale lock, or a live one with --force and the
@@ -104,7 +106,11 @@ func runLockBreak(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("lock break: %w", err)
 	}
 	if a.json {
-		a.emit(lockBreakDoc{Removed: holderOf(r), Forced: *force})
+		a.emit(lockBreakDoc{Removed: holderOf(r), Unreadable: r.InstanceID == "", Forced: *force})
+		return nil
+	}
+	if r.InstanceID == "" {
+		a.printf("removed an unreadable lock (sealed to keys not configured here)\n")
 		return nil
 	}
 	a.printf("removed lock held by %q (host %s, pid %d, epoch %d, mode %s, last heartbeat %s)\n",

@@ -20,11 +20,12 @@
 //
 //	keygen [-o FILE]                      write a new X25519 identity (0600); print its recipient
 //	ls [--all] [PREFIX]                   list state names with sealed size and modification time
-//	get NAME                              decrypt one object to stdout
+//	get [--allow-unauthenticated] NAME    decrypt one object to stdout
 //	put NAME [FILE]                       seal and write one object (stdin when no FILE); takes the lock
 //	rm NAME                               delete one object; takes the lock
 //	verify                                open every object, report each one that fails and why
-//	rekey [--old-identity FILE] [--restart]  re-seal every object to the current recipients; takes the lock
+//	rekey [--old-identity FILE]... [--allow-unauthenticated] [--restart]
+//	                                      re-seal every object to the current recipients; takes the lock
 //	lock status                           holder, PID, heartbeat age, stale horizon, mode, epoch
 //	lock break [--holder ID] [--force]    remove a stale lock; a live one only with --force and the matching --holder
 //	migrate status                        applied (and unfinished) migrations

@@ -79,6 +79,7 @@ type getDoc struct {
 
 func runGet(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("get")
+	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "")
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -131,6 +132,9 @@ func runPut(ctx context.Context, a *app, args []string) error {
 	}
 	var src io.Reader = a.in
 	from := "stdin"
+	if len(pos) < 2 && isTerminal(a.in) {
+		fmt.Fprintf(a.err, "reading %s from the terminal; end with Ctrl-D\n", name)
+	}
 	if len(pos) == 2 && pos[1] != "-" {
 		f, err := os.Open(pos[1])
 		if err != nil {

@@ -47,6 +47,16 @@ func (a *app) loadKeys(required bool) (keys, error) {
 	return k, nil
 }
 
+// envelopeOptions are the envelope options of this run: the logger, and the
+// emergency opt-in to unauthenticated objects when a command asked for it.
+func (a *app) envelopeOptions() []envelope.Option {
+	opts := []envelope.Option{envelope.WithLogger(a.logger)}
+	if a.allowUnauth {
+		opts = append(opts, envelope.AllowUnauthenticated())
+	}
+	return opts
+}
+
 // openBackend opens the backend named by --url and returns it with the root
 // prefix the URL carries.
 func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) {
@@ -73,7 +83,7 @@ func (a *app) openStore(ctx context.Context, needKey bool) (*store.Store, error)
 	}
 	var sealer store.Sealer = noKey{}
 	if len(k.identities) > 0 {
-		env, err := envelope.New(k.identities, k.recipients)
+		env, err := envelope.New(k.identities, k.recipients, a.envelopeOptions()...)
 		if err != nil {
 			return nil, err
 		}

@@ -78,7 +78,10 @@ func (s splitSealer) Open(name string, c []byte) ([]byte, error) { return s.open
 // runRekey re-seals every object, the reserved ones except the lock
 // included, to the current recipient set: the recipients of --identity plus
 // --recipient. Objects are opened with --identity and --old-identity, so a
-// rotation reads with the old key and seals without it. It holds the lock
+// rotation reads with the old key and seals without it. With
+// --allow-unauthenticated it also reads objects no configured identity
+// authenticates: the recovery path when only a recovery key (a recipient
+// that never wrote) survives. It holds the lock
 // throughout and is resumable: an interrupted run (even SIGKILL) leaves a
 // progress record that the next run with the same recipient set continues
 // from; with another recipient set it starts over.
@@ -87,6 +90,7 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	var old listFlag
 	fs.Var(&old, "old-identity", "")
 	restart := fs.Bool("restart", false, "")
+	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -102,11 +106,11 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 		}
 		oldIDs = append(oldIDs, ids...)
 	}
-	sealEnv, err := envelope.New(k.identities, k.recipients)
+	sealEnv, err := envelope.New(k.identities, k.recipients, envelope.WithLogger(a.logger))
 	if err != nil {
 		return err
 	}
-	openEnv, err := envelope.New(append(slices.Clone(k.identities), oldIDs...), nil)
+	openEnv, err := envelope.New(append(slices.Clone(k.identities), oldIDs...), nil, a.envelopeOptions()...)
 	if err != nil {
 		return err
 	}
@@ -248,8 +252,11 @@ func (r *rekeyer) reseal(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		hint := ""
-		if reason(err) == reasonWrongKey {
+		switch reason(err) {
+		case reasonWrongKey:
 			hint = "; pass the key it is sealed to with --old-identity FILE"
+		case reasonUnauthenticated:
+			hint = "; if you are recovering with a recovery key that never wrote, and trust the storage, add --allow-unauthenticated"
 		}
 		return fmt.Errorf("rekey: cannot open %q (%s)%s: %w", name, reason(err), hint, err)
 	}

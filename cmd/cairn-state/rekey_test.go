@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -286,4 +287,36 @@ func TestRekey_OnATerminal_DrawsAProgressBar(t *testing.T) {
 	if !bytes.Contains(out, []byte("re-sealed 5 of 5 objects")) {
 		t.Errorf("no summary:\n%q", out)
 	}
+}
+
+func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *testing.T) {
+	tg := fsTarget(t)
+	lostID, _ := tg.keygen(t, "lost.txt")
+	recoveryID, recovery := tg.keygen(t, "recovery.txt")
+	newID, _ := tg.keygen(t, "new.txt")
+	// The application sealed with its key plus a recovery recipient.
+	tg.cli(t, []byte("precious"), "put", "x", "--identity", lostID, "--recipient", recovery).must(t, exitOK)
+	if err := os.Remove(lostID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The recovery key decrypts but cannot authenticate: refused by
+	// default, with the reason and the way out.
+	v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", recoveryID, "--json").must(t, exitFail))
+	if len(v.Failed) != 1 || v.Failed[0].Reason != reasonUnauthenticated {
+		t.Errorf("verify with the recovery key = %+v", v)
+	}
+	r := tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", recoveryID).must(t, exitFail)
+	if !strings.Contains(r.stderr, "--allow-unauthenticated") {
+		t.Errorf("rekey with a recovery key gives no way out:\n%s", r)
+	}
+	if r := tg.cli(t, nil, "get", "x", "--identity", recoveryID, "--allow-unauthenticated").must(t, exitOK); r.stdout != "precious" {
+		t.Errorf("emergency get = %q", r.stdout)
+	}
+
+	tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", recoveryID, "--allow-unauthenticated", "--recipient", recovery).must(t, exitOK)
+	if r := tg.cli(t, nil, "get", "x", "--identity", newID).must(t, exitOK); r.stdout != "precious" {
+		t.Errorf("get with the new key after recovery = %q", r.stdout)
+	}
+	tg.cli(t, nil, "verify", "--identity", newID).must(t, exitOK)
 }

@@ -11,14 +11,18 @@ import (
 
 // Reasons verify gives for an object that does not open.
 const (
-	reasonWrongKey     = "wrong key"
-	reasonTampered     = "tampered"
-	reasonNotEnvelope  = "not an envelope"
-	reasonNameMismatch = "name mismatch"
-	reasonTruncated    = "truncated"
-	reasonTooLarge     = "too large"
-	reasonBadName      = "invalid name"
-	reasonUnreadable   = "unreadable"
+	reasonWrongKey = "wrong key"
+	reasonTampered = "tampered"
+	// reasonUnauthenticated: the object decrypts but no configured identity
+	// authenticates it: forged with a public recipient, or sealed by a
+	// writer whose identity is not configured (opened with a recovery key).
+	reasonUnauthenticated = "unauthenticated"
+	reasonNotEnvelope     = "not an envelope"
+	reasonNameMismatch    = "name mismatch"
+	reasonTruncated       = "truncated"
+	reasonTooLarge        = "too large"
+	reasonBadName         = "invalid name"
+	reasonUnreadable      = "unreadable"
 )
 
 // reason classifies why an object did not open. The most specific cause is
@@ -33,6 +37,8 @@ func reason(err error) string {
 		return reasonTruncated
 	case errors.Is(err, envelope.ErrNotEnvelope):
 		return reasonNotEnvelope
+	case errors.Is(err, envelope.ErrUnauthenticated):
+		return reasonUnauthenticated
 	case errors.Is(err, envelope.ErrTampered):
 		return reasonTampered
 	case errors.Is(err, store.ErrTooLarge):
