@@ -64,10 +64,10 @@ func runLs(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(a.err, "no objects")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "SIZE\tMODIFIED\t\tNAME\n")
+	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "NAME\tSIZE\tMODIFIED\n")
 	for _, o := range doc.Objects {
-		fmt.Fprintf(tw, "%d\t%s\t\t%s\n", o.Size, timestamp(o.ModTime), o.Name)
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", o.Name, o.Size, timestamp(o.ModTime))
 	}
 	return tw.Flush()
 }
@@ -90,7 +90,7 @@ func runGet(ctx context.Context, a *app, args []string) error {
 	}
 	data, info, err := st.Get(ctx, pos[0])
 	if err != nil {
-		return fmt.Errorf("get: %w", err)
+		return err
 	}
 	if a.json {
 		a.emit(getDoc{objectDoc: objectOf(info), Data: data})
@@ -158,7 +158,7 @@ func runPut(ctx context.Context, a *app, args []string) error {
 	return a.withLock(ctx, st, func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
 		info, err := fenced.Put(ctx, name, data, store.PutOptions{})
 		if err != nil {
-			return fmt.Errorf("put: %w", err)
+			return err
 		}
 		if a.json {
 			a.emit(putDoc{objectDoc: objectOf(info), Plaintext: int64(len(data)), Lock: lockOf(l)})
@@ -196,10 +196,10 @@ func runRm(ctx context.Context, a *app, args []string) error {
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("rm: no object named %q: %w", name, err)
 			}
-			return fmt.Errorf("rm: %w", err)
+			return err
 		}
 		if err := fenced.Delete(ctx, name, store.DeleteOptions{}); err != nil {
-			return fmt.Errorf("rm: %w", err)
+			return err
 		}
 		if a.json {
 			a.emit(rmDoc{Name: name, Removed: true, Lock: lockOf(l)})

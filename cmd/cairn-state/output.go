@@ -96,3 +96,11 @@ func timestamp(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// plural is "1 object", "2 objects".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -141,8 +141,8 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 		if doc.Resumed {
 			how = fmt.Sprintf(" (resumed: %d already done by the interrupted run)", doc.Skipped)
 		}
-		a.printf("rekey: re-sealed %d of %d objects to %d recipients in %s%s\n",
-			doc.Resealed, doc.Total, doc.Recipients, time.Duration(doc.Seconds*float64(time.Second)).Round(time.Millisecond), how)
+		a.printf("rekey: re-sealed %d of %d objects to %s in %s%s\n",
+			doc.Resealed, doc.Total, plural(doc.Recipients, "recipient"), time.Duration(doc.Seconds*float64(time.Second)).Round(time.Millisecond), how)
 		return nil
 	})
 }

@@ -111,7 +111,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 		for _, f := range doc.Failed {
 			a.printf("FAIL %s: %s (%s)\n", f.Name, f.Reason, f.Error)
 		}
-		a.printf("verified %d objects: %d ok, %d failed\n", doc.Checked, doc.Checked-len(doc.Failed), len(doc.Failed))
+		a.printf("verified %s: %d ok, %d failed\n", plural(doc.Checked, "object"), doc.Checked-len(doc.Failed), len(doc.Failed))
 	}
 	if !doc.OK {
 		return &reportedError{msg: fmt.Sprintf("verify: %d of %d objects failed", len(doc.Failed), doc.Checked)}
