@@ -155,7 +155,7 @@ func runPut(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.withLock(ctx, st, func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
+	return a.withLock(ctx, st, fmt.Sprintf("put %q", name), func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
 		info, err := fenced.Put(ctx, name, data, store.PutOptions{})
 		if err != nil {
 			return err
@@ -189,7 +189,7 @@ func runRm(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.withLock(ctx, st, func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
+	return a.withLock(ctx, st, fmt.Sprintf("rm %q", name), func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
 		// Stat first: some S3 servers answer a delete of a missing key
 		// with success, and the operator should hear about a typo.
 		if _, err := fenced.Stat(ctx, name); err != nil {

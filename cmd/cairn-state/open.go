@@ -123,14 +123,15 @@ func instanceID() string {
 	return "cairn-state@" + host
 }
 
-// withLock takes the instance lock on st as cairn-state@HOST, runs fn with a
+// withLock takes the instance lock on st as cairn-state@HOST for what (the
+// write, named in errors), runs fn with a
 // view of st fenced by the lock and a context cancelled if the lock is lost
 // or ctx is done, and releases the lock. A live foreign holder makes it fail with the lock's
 // *HeldError (exit code 3).
-func (a *app) withLock(ctx context.Context, st *store.Store, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
+func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
 	id := instanceID()
 	if err := a.refuseSiblingWriter(ctx, st, id); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	l, err := lock.Acquire(ctx, st, lock.Options{
 		InstanceID: id,
@@ -138,7 +139,7 @@ func (a *app) withLock(ctx context.Context, st *store.Store, fn func(ctx context
 		Logger:     a.logger,
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

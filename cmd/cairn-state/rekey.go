@@ -125,7 +125,7 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 			return usagef("%s=%q: not a number", pauseEnv, v)
 		}
 	}
-	return a.withLock(ctx, st, func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
+	return a.withLock(ctx, st, "rekey", func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
 		r := rekeyer{a: a, st: fenced.Internal(), l: l, target: target, pauseAfter: pauseAfter}
 		doc, err := r.run(ctx, *restart)
 		if err != nil {
