@@ -562,8 +562,10 @@ func testPausedHolder(t *testing.T, e *env) {
 func testBriefOutage(t *testing.T, e *env) {
 	a := e.acquire(e.store(e.f), e.opts("pod-a"))
 	v0 := e.status(e.store(nil)).Version
+	// Down for longer than a heartbeat interval but, counting the time
+	// since the last heartbeat, well within the lease.
 	e.f.SetUnavailable(true)
-	time.Sleep(e.h.StaleAfter / 2) // two heartbeats fail
+	time.Sleep(e.h.StaleAfter * 3 / 10)
 	e.f.SetUnavailable(false)
 	eventually(t, e.h.StaleAfter/3, "a heartbeat lands after the outage", func() bool {
 		return e.status(e.store(nil)).Version != v0
@@ -688,6 +690,7 @@ func testIgnoredConditions(t *testing.T, e *env) {
 
 func testWaitForStale(t *testing.T, e *env) {
 	st := e.store(nil)
+	written := time.Now()
 	e.writeRecord(st, foreign("pod-a"))
 	o := e.opts("pod-b")
 	o.WaitForStale = true
@@ -696,13 +699,14 @@ func testWaitForStale(t *testing.T, e *env) {
 	if _, err := lock.Acquire(short, st, o); !errors.Is(err, lock.ErrHeld) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait cut short = %v, want ErrHeld and DeadlineExceeded", err)
 	}
-	start := time.Now()
 	b := e.acquire(st, o)
 	if b.Record().Epoch != 8 {
 		t.Fatalf("epoch %d", b.Record().Epoch)
 	}
-	if waited := time.Since(start); waited < e.h.StaleAfter/2 {
-		t.Fatalf("took a live lock after %s", waited)
+	// One-second storage timestamps can make a lock look up to a second
+	// older than it is.
+	if age := time.Since(written); age < e.h.StaleAfter*3/4 {
+		t.Fatalf("took a live lock %s after it was written (stale after %s)", age, e.h.StaleAfter)
 	}
 }
 
