@@ -52,7 +52,9 @@ type rekeyProgress struct {
 	Total      int       `json:"total"`
 	StartedAt  time.Time `json:"started_at"`
 	InstanceID string    `json:"instance_id"`
-	Epoch      uint64    `json:"epoch"`
+	// Epoch and AcquisitionID are those of the lock the saving run held.
+	Epoch         uint64 `json:"epoch"`
+	AcquisitionID string `json:"acquisition_id"`
 }
 
 type rekeyDoc struct {
@@ -125,8 +127,14 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 			return usagef("%s=%q: not a number", pauseEnv, v)
 		}
 	}
+	// The lock about to be replaced: if it is the interrupted run's own,
+	// nobody held the lock since that run last saved its progress.
+	var replacing string
+	if before, err := lock.Inspect(ctx, st, a.staleAfter); err == nil && before.Readable {
+		replacing = before.Record.AcquisitionID
+	}
 	return a.withLock(ctx, st, "rekey", func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
-		r := rekeyer{a: a, st: fenced.Internal(), l: l, target: target, pauseAfter: pauseAfter}
+		r := rekeyer{a: a, st: fenced.Internal(), l: l, target: target, pauseAfter: pauseAfter, replacing: replacing}
 		doc, err := r.run(ctx, *restart)
 		if err != nil {
 			return err
@@ -154,6 +162,7 @@ type rekeyer struct {
 	l          *lock.Lock
 	target     string
 	pauseAfter int
+	replacing  string // acquisition id of the lock record found before acquiring
 
 	prog     rekeyProgress
 	lastSave time.Time
@@ -184,22 +193,25 @@ func (r *rekeyer) run(ctx context.Context, restart bool) (rekeyDoc, error) {
 
 	rec := r.l.Record()
 	r.prog = rekeyProgress{Version: progressVersion, Target: r.target, Total: doc.Total,
-		StartedAt: time.Now().UTC(), InstanceID: rec.InstanceID, Epoch: rec.Epoch}
+		StartedAt: time.Now().UTC(), InstanceID: rec.InstanceID, Epoch: rec.Epoch, AcquisitionID: rec.AcquisitionID}
 	var prev *rekeyProgress
 	if havePrev && !restart && r.target != "" {
 		prev = r.loadProgress(ctx)
 	}
 	// done reports whether the interrupted run re-sealed o. If this run's
-	// lock directly replaced that run's (the epoch grew by exactly one), no
-	// other instance held the lock in between, so every name up to the
-	// cursor is done. Otherwise someone may have written meanwhile: only
-	// objects last written before the progress record count as done
-	// (strictly before: storage clocks may tick in whole seconds).
+	// lock directly replaced that run's (the record found before acquiring
+	// was the interrupted run's acquisition, and the epoch grew by exactly
+	// one), no other instance held the lock in between, so every name up
+	// to the cursor is done. Otherwise (the interrupted run released its
+	// lock, or someone took it over) another writer may have written
+	// meanwhile: only objects last written before the progress record count
+	// as done (strictly before: storage clocks may tick in whole seconds).
+	direct := prev != nil && prev.AcquisitionID != "" && r.replacing == prev.AcquisitionID && rec.Epoch == prev.Epoch+1
 	done := func(o store.Info) bool {
 		if prev == nil || o.Name > prev.After {
 			return false
 		}
-		return rec.Epoch == prev.Epoch+1 || o.ModTime.Before(progInfo.ModTime)
+		return direct || o.ModTime.Before(progInfo.ModTime)
 	}
 	if prev != nil {
 		doc.Resumed = true
