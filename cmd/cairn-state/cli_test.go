@@ -306,7 +306,7 @@ func TestSecretsNeverPrinted_EvenVerbose(t *testing.T) {
 }
 
 // seed writes n objects sealed to the identity files, in the test process.
-func seed(t *testing.T, tg *target, n int, ids ...string) map[string][]byte {
+func seed(t testing.TB, tg *target, n int, ids ...string) map[string][]byte {
 	t.Helper()
 	st := tg.store(t, ids...)
 	want := map[string][]byte{}

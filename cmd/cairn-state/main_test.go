@@ -128,7 +128,7 @@ func eachBackend(t *testing.T, fn func(t *testing.T, tg *target)) {
 }
 
 // fsTarget is a fresh local directory store.
-func fsTarget(t *testing.T) *target {
+func fsTarget(t testing.TB) *target {
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func fsTarget(t *testing.T) *target {
 	return &target{name: "fs", url: "file://" + dir, raw: raw, dir: t.TempDir()}
 }
 
-func s3Target(t *testing.T, name string, srv *testutil.S3Server) *target {
+func s3Target(t testing.TB, name string, srv *testutil.S3Server) *target {
 	bucket := srv.NewBucket(t)
 	const root = "apps/one"
 	return &target{name: name, url: srv.URL(bucket, root), root: root, env: srv.Env(),
@@ -261,7 +261,7 @@ func (tg *target) keygen(t *testing.T, name string) (path, recipient string) {
 
 // store opens the target's store in the test process with the identities
 // in files (sealing to them).
-func (tg *target) store(t *testing.T, files ...string) *store.Store {
+func (tg *target) store(t testing.TB, files ...string) *store.Store {
 	t.Helper()
 	var ids []age.Identity
 	for _, f := range files {
