@@ -1,6 +1,7 @@
 package s3_test
 
 import (
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -144,5 +146,77 @@ func TestPut_412_PreconditionFailedNamingKeyAndBucket(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
+	}
+}
+
+// fakeS3 keeps objects in memory and enforces PutObject conditions like
+// AWS; with ignoreDeleteIfMatch it deletes whatever If-Match says, as
+// MinIO does (observed on a 2026-02 build).
+func fakeS3(t *testing.T, ignoreDeleteIfMatch bool) *httptest.Server {
+	var mu sync.Mutex
+	objects := map[string][]byte{}
+	etagOf := func(b []byte) string { return fmt.Sprintf(`"%x"`, md5.Sum(b)) }
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		cur, exists := objects[r.URL.Path]
+		ifMatch, ifNoneMatch := r.Header.Get("If-Match"), r.Header.Get("If-None-Match")
+		switch r.Method {
+		case http.MethodPut:
+			if (ifNoneMatch == "*" && exists) || (ifMatch != "" && (!exists || ifMatch != etagOf(cur))) {
+				s3Error(w, http.StatusPreconditionFailed, "PreconditionFailed")
+				return
+			}
+			objects[r.URL.Path] = body
+			w.Header().Set("ETag", etagOf(body))
+		case http.MethodGet:
+			if !exists {
+				s3Error(w, http.StatusNotFound, "NoSuchKey")
+				return
+			}
+			w.Header().Set("ETag", etagOf(cur))
+			_, _ = w.Write(cur)
+		case http.MethodDelete:
+			if !ignoreDeleteIfMatch && ifMatch != "" && (!exists || ifMatch != etagOf(cur)) {
+				s3Error(w, http.StatusPreconditionFailed, "PreconditionFailed")
+				return
+			}
+			delete(objects, r.URL.Path)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestProbe_PutConditionsEnforcedDeleteIfMatchIgnored_NoConditionalWrites(t *testing.T) {
+	b, err := scriptedBackend(t, fakeS3(t, true).URL, s3.ConditionalAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Capabilities().ConditionalWrites {
+		t.Error("a server that ignores If-Match on DeleteObject was reported as supporting conditional writes")
+	}
+	res, err := b.Probe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Supported || !res.PutConditions || res.DeleteConditions || !strings.Contains(res.Evidence, "DeleteObject") {
+		t.Errorf("Probe = %+v, want put conditions only, evidence naming DeleteObject", res)
+	}
+}
+
+func TestProbe_AllConditionsEnforced_Supported(t *testing.T) {
+	b, err := scriptedBackend(t, fakeS3(t, false).URL, s3.ConditionalAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Probe(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Capabilities().ConditionalWrites || !res.Supported || !res.PutConditions || !res.DeleteConditions {
+		t.Errorf("Probe = %+v, capabilities %+v; want everything supported", res, b.Capabilities())
 	}
 }

@@ -24,10 +24,17 @@ const wrongETag = `"00000000000000000000000000000000"`
 
 // ProbeResult is what a conditional-write probe found.
 type ProbeResult struct {
-	// Supported is true when every condition was enforced.
+	// Supported is true when every condition was enforced: the backend
+	// then reports conditional writes.
 	Supported bool
-	// Evidence says, in a sentence, which step decided: for a server
-	// without support, the first condition it ignored or refused.
+	// PutConditions is true when PutObject enforced If-None-Match: * and
+	// If-Match (a false condition failed with 412 and wrote nothing, a
+	// true one succeeded).
+	PutConditions bool
+	// DeleteConditions is true when DeleteObject enforced If-Match.
+	DeleteConditions bool
+	// Evidence says, in a sentence per finding, what the server did: for
+	// each condition it ignored or refused, how.
 	Evidence string
 }
 
@@ -35,15 +42,27 @@ func (b *Backend) isProbeKey(key string) bool {
 	return strings.HasPrefix(key, b.probePrefix+probeKeyPart)
 }
 
+// condOutcome classifies a conditional request whose condition was false.
+type condOutcome int
+
+const (
+	enforced condOutcome = iota // 412, nothing changed
+	ignored                     // 2xx: the request was carried out
+	refused                     // 400/501: the header is not implemented
+)
+
 // Probe checks, on a throwaway object, that the server enforces every
 // condition the backend relies on, in both directions: a false condition
-// must fail with 412 and change nothing, a true one must succeed. A server
-// that ignores a header (Garage answers 200 and overwrites) or refuses it
-// (400/501) is reported as unsupported; transport, permission and bucket
-// errors fail the probe, since the backend could not work anyway. New runs
-// it under ConditionalAuto; calling it again reports the server's behaviour
-// now without changing the backend's Capabilities. The probe object is
-// removed afterwards and hidden from List meanwhile.
+// must fail with 412 and change nothing, a true one must succeed. It
+// checks PutObject's If-None-Match and If-Match and DeleteObject's
+// If-Match separately and reports each (MinIO, for one, enforces the first
+// two and ignores the third); the backend uses conditional writes only if
+// all hold. A server that ignores a header (Garage answers 200 and
+// overwrites) or refuses it (400/501) fails that check; transport,
+// permission and bucket errors fail the probe, since the backend could not
+// work anyway. New runs it under ConditionalAuto; calling it again reports
+// the server's behaviour now without changing the backend's Capabilities.
+// The probe object is removed afterwards and hidden from List meanwhile.
 func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 	key := b.probePrefix + probeKeyPart + uuid.NewString()
 	fail := func(step string, err error) (ProbeResult, error) {
@@ -65,62 +84,71 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 			IfNoneMatch: ifNoneMatch, IfMatch: ifMatch,
 		})
 	}
-	no := func(evidence string) (ProbeResult, error) { return ProbeResult{Evidence: evidence}, nil }
+	// classify sorts the answer to a request whose condition was false.
+	classify := func(step string, err error) (condOutcome, string, error) {
+		if err == nil {
+			return ignored, step + " was carried out (header ignored)", nil
+		}
+		if why, ok := conditionRefused(err); ok {
+			return refused, step + " was refused: " + why, nil
+		}
+		if isPreconditionFailed(err) {
+			return enforced, "", nil
+		}
+		return 0, "", err
+	}
+	var evidence []string
+	putOK, delOK := true, true
 
-	// 1. The object the conditions are tested against.
-	v1, err := put("probe 1", nil, nil)
+	// The object the conditions are tested against; content and ETag
+	// track every write the server carried out.
+	out, err := put("probe 1", nil, nil)
 	if err != nil {
 		return fail("create the probe object", err)
 	}
+	content, etag := "probe 1", out.ETag
 
-	// 2. If-None-Match: * on an existing object must fail.
-	_, err = put("probe 2", aws.String("*"), nil)
-	switch refused, ok := conditionRefused(err); {
-	case err == nil:
-		return no("PutObject with If-None-Match: * overwrote an existing object (header ignored)")
-	case ok:
-		return no("PutObject with If-None-Match: * was refused: " + refused)
-	case !isPreconditionFailed(err):
+	// PutObject with If-None-Match: * on an existing object must fail.
+	out, err = put("probe 2", aws.String("*"), nil)
+	switch o, why, err := classify("PutObject with If-None-Match: * on an existing object", err); {
+	case err != nil:
 		return fail("If-None-Match on an existing object", err)
-	}
-
-	// 3. If-Match with another ETag must fail.
-	_, err = put("probe 3", nil, aws.String(wrongETag))
-	switch refused, ok := conditionRefused(err); {
-	case err == nil:
-		return no("PutObject with a non-matching If-Match overwrote the object (header ignored)")
-	case ok:
-		return no("PutObject with If-Match was refused: " + refused)
-	case !isPreconditionFailed(err):
-		return fail("If-Match with a wrong ETag", err)
-	}
-
-	// 4. If-Match with the current ETag must succeed.
-	v2, err := put("probe 4", nil, v1.ETag)
-	if err != nil {
-		if refused, ok := conditionRefused(err); ok {
-			return no("PutObject with a matching If-Match was refused: " + refused)
+	case o != enforced:
+		putOK, evidence = false, append(evidence, why)
+		if o == ignored {
+			content, etag = "probe 2", out.ETag
 		}
-		if isPreconditionFailed(err) {
-			return no("PutObject with the object's own ETag in If-Match failed with 412")
+	}
+
+	// PutObject with If-Match: another ETag must fail.
+	out, err = put("probe 3", nil, aws.String(wrongETag))
+	switch o, why, err := classify("PutObject with a non-matching If-Match", err); {
+	case err != nil:
+		return fail("If-Match with a wrong ETag", err)
+	case o != enforced:
+		putOK, evidence = false, append(evidence, why)
+		if o == ignored {
+			content, etag = "probe 3", out.ETag
+		}
+	}
+
+	// PutObject with If-Match: the current ETag must succeed.
+	out, err = put("probe 4", nil, etag)
+	switch {
+	case err == nil:
+		content, etag = "probe 4", out.ETag
+	case isPreconditionFailed(err):
+		putOK, evidence = false, append(evidence, "PutObject with the object's own ETag in If-Match failed with 412")
+	default:
+		if why, ok := conditionRefused(err); ok {
+			putOK, evidence = false, append(evidence, "PutObject with a matching If-Match was refused: "+why)
+			break
 		}
 		return fail("If-Match with the current ETag", err)
 	}
 
-	// 5. DeleteObject with another ETag must fail.
-	_, err = b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: aws.String(wrongETag)})
-	switch refused, ok := conditionRefused(err); {
-	case err == nil:
-		// Some servers answer 204 without deleting; the read below
-		// would tell, but either way the condition was not enforced.
-		return no("DeleteObject with a non-matching If-Match answered success (header ignored)")
-	case ok:
-		return no("DeleteObject with If-Match was refused: " + refused)
-	case !isPreconditionFailed(err):
-		return fail("conditional delete with a wrong ETag", err)
-	}
-
-	// 6. Nothing that failed may have written: the object is step 4's.
+	// Nothing refused may have written: the object holds the last write
+	// the server carried out.
 	got, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
 	if err != nil {
 		return fail("read back the probe object", err)
@@ -130,21 +158,43 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 	if err != nil {
 		return fail("read back the probe object", err)
 	}
-	if !bytes.Equal(data, []byte("probe 4")) {
-		return no(fmt.Sprintf("a refused conditional write changed the object anyway (read %q, want %q)", data, "probe 4"))
+	if !bytes.Equal(data, []byte(content)) {
+		putOK, evidence = false, append(evidence, fmt.Sprintf("a refused conditional write changed the object anyway (read %q, want %q)", data, content))
 	}
 
-	// 7. DeleteObject with the current ETag must succeed.
-	if _, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: v2.ETag}); err != nil {
-		if refused, ok := conditionRefused(err); ok {
-			return no("DeleteObject with a matching If-Match was refused: " + refused)
-		}
-		if isPreconditionFailed(err) {
-			return no("DeleteObject with the object's own ETag in If-Match failed with 412")
-		}
-		return fail("conditional delete with the current ETag", err)
+	// DeleteObject with If-Match: another ETag must fail.
+	_, err = b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: aws.String(wrongETag)})
+	switch o, why, err := classify("DeleteObject with a non-matching If-Match", err); {
+	case err != nil:
+		return fail("conditional delete with a wrong ETag", err)
+	case o != enforced:
+		delOK, evidence = false, append(evidence, why)
 	}
-	return ProbeResult{Supported: true, Evidence: "If-None-Match and If-Match enforced on PutObject, If-Match on DeleteObject"}, nil
+
+	// DeleteObject with If-Match: the current ETag must succeed (when the
+	// object is still there to delete).
+	if delOK {
+		_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: etag})
+		switch {
+		case err == nil:
+		case isPreconditionFailed(err):
+			delOK, evidence = false, append(evidence, "DeleteObject with the object's own ETag in If-Match failed with 412")
+		default:
+			if why, ok := conditionRefused(err); ok {
+				delOK, evidence = false, append(evidence, "DeleteObject with a matching If-Match was refused: "+why)
+				break
+			}
+			return fail("conditional delete with the current ETag", err)
+		}
+	}
+
+	res := ProbeResult{Supported: putOK && delOK, PutConditions: putOK, DeleteConditions: delOK}
+	if res.Supported {
+		res.Evidence = "If-None-Match and If-Match enforced on PutObject, If-Match on DeleteObject"
+	} else {
+		res.Evidence = strings.Join(evidence, "; ")
+	}
+	return res, nil
 }
 
 func isPreconditionFailed(err error) bool {

@@ -157,7 +157,10 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		}
 		b.conditional = res.Supported
 		log.InfoContext(ctx, "s3 backend: conditional-write probe", append(attrs,
-			slog.Bool("conditional_writes", res.Supported), slog.String("evidence", res.Evidence))...)
+			slog.Bool("conditional_writes", res.Supported),
+			slog.Bool("put_conditions", res.PutConditions),
+			slog.Bool("delete_conditions", res.DeleteConditions),
+			slog.String("evidence", res.Evidence))...)
 	}
 	return b, nil
 }

@@ -132,8 +132,8 @@ func TestProbe_Versitygw_FindsConditionalWritesEnforced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Supported {
-		t.Errorf("Probe = %+v, want supported", res)
+	if !res.Supported || !res.PutConditions || !res.DeleteConditions {
+		t.Errorf("Probe = %+v, want everything enforced", res)
 	}
 }
 
@@ -150,8 +150,8 @@ func TestProbe_Garage_DetectsIgnoredConditionsAsNoSupport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Supported || !strings.Contains(res.Evidence, "If-None-Match") {
-		t.Errorf("Probe = %+v, want unsupported, evidence naming If-None-Match", res)
+	if res.Supported || res.PutConditions || res.DeleteConditions || !strings.Contains(res.Evidence, "If-None-Match") {
+		t.Errorf("Probe = %+v, want nothing enforced, evidence naming If-None-Match", res)
 	}
 }
 
