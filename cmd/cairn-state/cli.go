@@ -123,6 +123,9 @@ func run(ctx context.Context, args []string, io stdio, getenv func(string) strin
 	for _, c := range a.closers {
 		_ = c.Close()
 	}
+	if errors.Is(err, errHelpShown) {
+		return exitOK
+	}
 	if err != nil {
 		a.fail(err)
 	}
@@ -237,7 +240,10 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 	}
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(a.out, "usage: cairn-state %s\n  %s\n(cairn-state help lists the global flags)\n", synopsis(fs.Name()), summary(fs.Name()))
+			return nil, errHelpShown
+		} else if err != nil {
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
 		args = fs.Args()
@@ -256,6 +262,18 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 	}
 	a.setup()
 	return pos, nil
+}
+
+// errHelpShown ends a run that printed a command's help: exit 0.
+var errHelpShown = errors.New("help shown")
+
+func summary(name string) string {
+	for _, c := range commands() {
+		if c.name == name {
+			return c.summary
+		}
+	}
+	return ""
 }
 
 func synopsis(name string) string {

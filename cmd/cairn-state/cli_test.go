@@ -102,6 +102,9 @@ func TestUsageErrors_Exit2WithMessageOnStderr(t *testing.T) {
 	if r := tg.cli(t, nil, "help").must(t, exitOK); !strings.Contains(r.stdout, "lock break") {
 		t.Errorf("help does not list the commands:\n%s", r)
 	}
+	if r := tg.cli(t, nil, "lock", "break", "-h").must(t, exitOK); !strings.Contains(r.stdout, "lock break [--holder ID] [--force]") {
+		t.Errorf("lock break -h:\n%s", r)
+	}
 }
 
 func TestObjects_PutGetLsRm_RoundTripThroughTheStore(t *testing.T) {
