@@ -56,6 +56,30 @@ func (s *S3Server) Minio(t testing.TB) *minio.Client {
 	return c
 }
 
+// Ready reports whether the server answers a request signed with this
+// server's credentials (ListBuckets). A server that answers but does not
+// know the credentials — another test's server that won the race for the
+// port — is not ready.
+func (s *S3Server) Ready(ctx context.Context) error {
+	u, err := url.Parse(s.Endpoint)
+	if err != nil {
+		return err
+	}
+	tr := &http.Transport{DisableKeepAlives: true}
+	c, err := minio.New(u.Host, &minio.Options{
+		Transport:    tr,
+		Creds:        miniocreds.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Secure:       u.Scheme == "https",
+		Region:       s.Region,
+		BucketLookup: minio.BucketLookupPath,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = c.ListBuckets(ctx)
+	return err
+}
+
 // NewBucket creates a fresh, empty bucket with a random name and returns
 // the name. The bucket lives as long as the server.
 func (s *S3Server) NewBucket(t testing.TB) string {

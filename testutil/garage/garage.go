@@ -21,7 +21,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,10 +178,14 @@ func (s *Server) setup(ctx context.Context) error {
 			return err
 		}
 	}
-	// The S3 port comes up with the node; wait until it accepts.
+	// The S3 API comes up with the node; wait until it answers with our
+	// key (which no other node has, should another test's server have
+	// won the race for the port).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := dial(s.Endpoint)
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.Ready(rctx)
+		cancel()
 		if err == nil {
 			return nil
 		}
@@ -227,14 +230,6 @@ func redactArgs(args []string) []string {
 		}
 	}
 	return out
-}
-
-func dial(endpoint string) error {
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(endpoint, "http://"), time.Second)
-	if err != nil {
-		return err
-	}
-	return c.Close()
 }
 
 func randomHex(n int) string {

@@ -13,7 +13,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,14 +71,18 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		endpoint := "http://" + addr
-		lastErr = p.WaitReady(20*time.Second, func() error { return answers(endpoint) })
+		srv := &Server{
+			S3Server: testutil.S3Server{Endpoint: "http://" + addr, Region: region, AccessKey: access, SecretKey: secret, Name: "versitygw"},
+			Dir:      dir,
+			Process:  p,
+		}
+		lastErr = p.WaitReady(20*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return srv.Ready(ctx)
+		})
 		if lastErr == nil {
-			return &Server{
-				S3Server: testutil.S3Server{Endpoint: endpoint, Region: region, AccessKey: access, SecretKey: secret, Name: "versitygw"},
-				Dir:      dir,
-				Process:  p,
-			}
+			return srv
 		}
 		p.Stop()
 		if !testutil.PortInUse(p.LogTail(20)) {
@@ -87,24 +90,6 @@ func Start(t testing.TB) *Server {
 		}
 	}
 	t.Fatalf("starting versitygw (%s): %v", bin, lastErr)
-	return nil
-}
-
-// answers reports whether an HTTP server answers at endpoint (any status:
-// an unsigned request is refused, which is fine).
-func answers(endpoint string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
 	return nil
 }
 
