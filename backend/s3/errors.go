@@ -44,7 +44,20 @@ func (b *Backend) mapErr(ctx context.Context, op, key string, conditional bool, 
 	case conditional && (code == "NotImplemented" || status == http.StatusNotImplemented):
 		return fmt.Errorf("%s: the server does not implement conditional writes: %w: %w", where, backend.ErrUnsupported, err)
 	}
+	if hint := hints[code]; hint != "" {
+		return fmt.Errorf("%s (%s): %w", where, hint, err)
+	}
 	return fmt.Errorf("%s: %w", where, err)
+}
+
+// hints are what to check for configuration errors that the server's own
+// message does not make obvious.
+var hints = map[string]string{
+	"AuthorizationHeaderMalformed": "the region does not match the server's; set region= in the URL (Garage wants its s3_region, often \"garage\")",
+	"InvalidAccessKeyId":           "the server does not know this access key; check AWS_ACCESS_KEY_ID or the profile",
+	"SignatureDoesNotMatch":        "the secret key does not match the access key; check AWS_SECRET_ACCESS_KEY or the profile",
+	"AccessDenied":                 "wrong credentials (check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or the profile), or they may not use this bucket or prefix",
+	"PermanentRedirect":            "the bucket is in another region; set region= in the URL",
 }
 
 // errorCode extracts the S3 error code and HTTP status from an SDK error;

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go"
 	"github.com/minio/minio-go/v7"
 	"go.uber.org/goleak"
@@ -335,4 +336,33 @@ func TestURLAndEnv_OpenTheBucketThroughTheAWSChain(t *testing.T) {
 			t.Errorf("bucket keys = %q, want only %q (probe removed)", keys, key)
 		}
 	})
+}
+
+func TestNew_WrongRegionOrSecret_FailsWithAHint(t *testing.T) {
+	srv := garage.Start(t)
+	bucket := srv.NewBucket(t)
+	for _, tc := range []struct {
+		name string
+		edit func(*s3.Options)
+		hint string
+	}{
+		{"region", func(o *s3.Options) { o.Region = "us-east-1" }, "region="},
+		{"secret", func(o *s3.Options) {
+			o.Credentials = credentials.NewStaticCredentialsProvider(srv.AccessKey, strings.Repeat("0", 64), "")
+		}, "AWS_SECRET_ACCESS_KEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := srv.Options(bucket)
+			opts.HTTPClient = httpClient(t)
+			opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+			tc.edit(&opts)
+			_, err := s3.New(t.Context(), opts)
+			if err == nil || !strings.Contains(err.Error(), tc.hint) {
+				t.Errorf("New = %v, want an error with the hint %q", err, tc.hint)
+			}
+			if err != nil && strings.Contains(err.Error(), srv.SecretKey) {
+				t.Error("the error contains the secret key")
+			}
+		})
+	}
 }
