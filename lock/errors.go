@@ -36,6 +36,8 @@ type HeldError struct {
 	refusal string // what is refused; "refusing to start" when empty
 }
 
+// Error names the holder, its PID, the heartbeat age and when the lock goes
+// stale, and says what is refused.
 func (e *HeldError) Error() string {
 	refusal := e.refusal
 	if refusal == "" {
@@ -59,6 +61,7 @@ type LostError struct {
 	Reason string
 }
 
+// Error says the lock was lost, why, and who holds it now when known.
 func (e *LostError) Error() string {
 	if e.Holder != nil {
 		return fmt.Sprintf("state lock lost: now held by %q (pid %d, host %s, epoch %d): %s",
