@@ -123,6 +123,9 @@ func (a *acquirer) run(ctx context.Context) (*Lock, error) {
 			continue
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("lock: acquire: %w", ctx.Err())
+		case errors.Is(err, backend.ErrUnsupported), errors.Is(err, store.ErrFenced),
+			errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrInvalidName):
+			return nil, fmt.Errorf("lock: acquire: %w", err) // no retry mends these
 		default:
 			// The write may or may not have landed; a new look tells.
 			a.log.Warn("state lock write failed; reading it again", "err", err)

@@ -294,8 +294,10 @@ func (l *Lock) confirm(sent time.Time, rec Record, version string) {
 // Release is called, Err returns ErrReleased and fenced stores refuse
 // writes.
 //
-// Releasing a lock that was lost deletes nothing and returns the loss (a
-// *LostError). Releasing twice returns nil. If the delete fails, the error
+// Releasing a lock that was lost, or that turns out at release to carry
+// another acquisition, deletes nothing and returns an error wrapping a
+// *LostError (errors.Is(err, ErrLost)). A lock object already gone (broken
+// by an operator) is not an error. Releasing twice returns nil. If the delete fails, the error
 // is returned; the lock object then goes stale on its own.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
@@ -323,12 +325,15 @@ func (l *Lock) Release(ctx context.Context) error {
 		l.log.Warn("state lock already gone at release (broken?)", "epoch", l.rec.Epoch)
 		return nil
 	case !obs.readable || obs.rec.AcquisitionID != l.rec.AcquisitionID:
-		holder := "an unreadable record"
+		// Lost without our heartbeat noticing (a takeover since the last
+		// beat): leave it to its new holder and say so.
+		le := &LostError{Reason: "found another lock at release; left it in place"}
 		if obs.readable {
-			holder = fmt.Sprintf("%q (pid %d)", obs.rec.InstanceID, obs.rec.PID)
+			rec := obs.rec
+			le.Holder = &rec
 		}
-		l.log.Warn("state lock not ours at release; left in place", "found", holder)
-		return nil
+		l.log.Warn("state lock not ours at release; left in place", "err", le)
+		return fmt.Errorf("lock: release: nothing deleted: %w", le)
 	}
 	var do store.DeleteOptions
 	if l.mode == ModeCAS {

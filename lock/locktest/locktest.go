@@ -527,6 +527,20 @@ func testReleaseAfterLoss(t *testing.T, e *env) {
 	if !s.Present || s.Record.AcquisitionID != b.Record().AcquisitionID {
 		t.Fatalf("release after loss touched the new holder's lock: %+v", s)
 	}
+
+	// Taken over between two heartbeats: the holder learns it at release,
+	// and still deletes nothing.
+	st2 := e.storeRoot(nil, "between-beats")
+	o := e.opts("pod-c")
+	o.HeartbeatInterval = e.h.StaleAfter / 2
+	c := e.acquire(st2, o)
+	d := e.acquire(st2, e.opts("pod-c")) // the same instance restarted elsewhere
+	if err := c.Release(e.ctx()); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Release of a lock taken over since the last heartbeat = %v, want ErrLost", err)
+	}
+	if s := e.status(st2); s.Record.AcquisitionID != d.Record().AcquisitionID {
+		t.Fatalf("release deleted or changed the new holder's lock: %+v", s)
+	}
 }
 
 func testPausedHolder(t *testing.T, e *env) {
