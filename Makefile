@@ -31,3 +31,16 @@ vet:
 
 demo:
 	$(GO) run ./examples/instance
+
+# Benchmarks, servers included; compare two runs' output with benchstat.
+bench: servers
+	GARAGE_BIN="$$(bash scripts/install-garage.sh)" VERSITYGW_BIN="$(VERSITYGW_BIN)" \
+	$(GO) test -run '^$$' -bench . -count 5 ./backend/fs ./backend/s3 ./envelope ./store ./lock
+
+# The parsers' fuzz targets, FUZZTIME each; seeds that found bugs stay in testdata/fuzz.
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzSealOpen$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime $(FUZZTIME) ./store
+	$(GO) test -run '^$$' -fuzz '^FuzzDiskPath$$' -fuzztime $(FUZZTIME) ./backend/fs
