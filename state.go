@@ -196,7 +196,7 @@ func (i *Instance) Close(ctx context.Context) error {
 		err := i.lock.Release(ctx)
 		switch {
 		case errors.Is(err, lock.ErrLost):
-			i.closeErr = fmt.Errorf("state: close: the instance lock had been lost, so it was left to its new holder: %w", i.lock.Err())
+			i.closeErr = fmt.Errorf("state: close: the instance lock had been lost, so it was left to its new holder: %w", err)
 		case err != nil:
 			i.closeErr = fmt.Errorf("state: close: releasing the lock: %w", err)
 		default:

@@ -245,6 +245,43 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 	}
 }
 
+// The heartbeat has not noticed the takeover yet when Close runs: Release
+// finds another holder's lock, and Close must still report the loss (and the
+// example exit 4), not a plain "released".
+func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *testing.T) {
+	ctx := context.Background()
+	_, id := identityFile(t)
+	b := mem.New(mem.Options{})
+	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a",
+		HeartbeatInterval: time.Hour, StaleAfter: 2 * time.Hour})
+
+	env, err := envelope.New([]age.Identity{id}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := store.Open(b, env, store.Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Break(ctx, raw, lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Release(ctx) })
+
+	err = inst.Close(ctx)
+	if !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Close = %v, want an error matching lock.ErrLost", err)
+	}
+	s, err := lock.Inspect(ctx, raw, 2*time.Hour)
+	if err != nil || !s.Present || s.Record.AcquisitionID != other.Record().AcquisitionID {
+		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
+	}
+}
+
 func TestOpenBackend_FileURLs(t *testing.T) {
 	t.Chdir(t.TempDir())
 	abs := filepath.Join(t.TempDir(), "abs state")

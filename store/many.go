@@ -70,6 +70,7 @@ type ManyError struct {
 	Total int     // how many objects were asked for
 }
 
+// Error counts the failures and shows the first few.
 func (e *ManyError) Error() string {
 	const shown = 3
 	var b strings.Builder

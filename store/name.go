@@ -28,6 +28,7 @@ type NameError struct {
 	Reserved bool
 }
 
+// Error names the refused name (cut to 64 bytes) and the reason.
 func (e *NameError) Error() string {
 	shown := e.Name
 	if len(shown) > 64 {
