@@ -153,7 +153,9 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	}
 	rest := top.Args()
 	if *help || (len(rest) > 0 && rest[0] == "help") {
-		a.usage(a.out)
+		var text strings.Builder
+		a.usage(&text)
+		a.showHelp(text.String())
 		return nil
 	}
 	if len(rest) == 0 {
@@ -185,6 +187,18 @@ func subcommandsOf(group string) string {
 		}
 	}
 	return strings.Join(subs, ", ")
+}
+
+// showHelp prints help text on stdout; with --json, as the one document
+// {"usage": text}.
+func (a *app) showHelp(text string) {
+	if a.json {
+		a.emit(struct {
+			Usage string `json:"usage"`
+		}{text})
+		return
+	}
+	fmt.Fprint(a.out, text)
 }
 
 func (a *app) usage(w io.Writer) {
@@ -241,7 +255,7 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 	var pos []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(a.out, "usage: cairn-state %s\n  %s\n(cairn-state help lists the global flags)\n", synopsis(fs.Name()), summary(fs.Name()))
+			a.showHelp(fmt.Sprintf("usage: cairn-state %s\n  %s\n(cairn-state help lists the global flags)\n", synopsis(fs.Name()), summary(fs.Name())))
 			return nil, errHelpShown
 		} else if err != nil {
 			return nil, usagef("%s: %v", fs.Name(), err)

@@ -105,6 +105,16 @@ func TestUsageErrors_Exit2WithMessageOnStderr(t *testing.T) {
 	if r := tg.cli(t, nil, "lock", "break", "-h").must(t, exitOK); !strings.Contains(r.stdout, "lock break [--holder ID] [--force]") {
 		t.Errorf("lock break -h:\n%s", r)
 	}
+	// With --json, help is one JSON document too.
+	type usageDoc struct {
+		Usage string `json:"usage"`
+	}
+	if doc := decode[usageDoc](t, tg.cli(t, nil, "--json", "help").must(t, exitOK)); !strings.Contains(doc.Usage, "lock break") {
+		t.Errorf("--json help: %+v", doc)
+	}
+	if doc := decode[usageDoc](t, tg.cli(t, nil, "lock", "break", "-h", "--json").must(t, exitOK)); !strings.Contains(doc.Usage, "lock break [--holder ID] [--force]") {
+		t.Errorf("lock break -h --json: %+v", doc)
+	}
 }
 
 func TestObjects_PutGetLsRm_RoundTripThroughTheStore(t *testing.T) {
