@@ -84,6 +84,7 @@ func (a *acquirer) run(ctx context.Context) (*Lock, error) {
 	var lastErr error
 	var firstWrite time.Time // start of our first write: the oldest our record can be
 	var lastHeld *HeldError  // the live holder we are waiting for, with WaitForStale
+	var saved *savedEpoch    // the saved epoch, when the last look found no readable lock
 	for attempt := 0; attempt < maxAttempts; attempt++ {
 		obs, err := observe(ctx, a.st, true)
 		if err != nil {
@@ -96,7 +97,7 @@ func (a *acquirer) run(ctx context.Context) (*Lock, error) {
 			// Our write landed; its answer was lost or a rival's read-back
 			// raced ours. Either way the object on the store is ours.
 			a.log.Info("state lock acquired (our earlier write had landed)", "epoch", obs.rec.Epoch, "mode", a.mode)
-			return newLock(a, obs.rec, obs.info.Version, firstWrite), nil
+			return newLock(a, obs.rec, obs.info.Version, firstWrite, saved), nil
 		}
 		t, held := a.decide(obs)
 		if held != nil {
@@ -110,10 +111,25 @@ func (a *acquirer) run(ctx context.Context) (*Lock, error) {
 			attempt-- // waiting is not a failed attempt
 			continue
 		}
+		saved = nil
+		if !obs.readable {
+			// No lock record to count from: the epoch of the last lock
+			// released or broken is saved in its own object.
+			s, err := readEpoch(ctx, a.st, a.log)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("lock: acquire: %w", ctx.Err())
+				}
+				a.log.Warn("reading the saved lock epoch failed; reading the lock again", "err", err)
+				lastErr = err
+				continue
+			}
+			saved = &s
+		}
 		if firstWrite.IsZero() {
 			firstWrite = time.Now()
 		}
-		rec, info, err := a.write(ctx, obs)
+		rec, info, err := a.write(ctx, obs, saved)
 		switch {
 		case err == nil:
 		case errors.Is(err, backend.ErrPreconditionFailed):
@@ -142,7 +158,7 @@ func (a *acquirer) run(ctx context.Context) (*Lock, error) {
 				continue
 			}
 		}
-		l := newLock(a, rec, info.Version, firstWrite)
+		l := newLock(a, rec, info.Version, firstWrite, saved)
 		attrs := []any{"epoch", rec.Epoch, "mode", a.mode}
 		switch {
 		case t.warn:
@@ -178,8 +194,9 @@ func (a *acquirer) decide(obs observation) (takeover, *HeldError) {
 }
 
 // write puts our record over what obs saw: compare-and-swap in ModeCAS,
-// unconditionally in ModeAdvisory.
-func (a *acquirer) write(ctx context.Context, obs observation) (Record, store.Info, error) {
+// unconditionally in ModeAdvisory. Its epoch is one more than that of the
+// record obs read or, when there was none readable, than the saved epoch.
+func (a *acquirer) write(ctx context.Context, obs observation, saved *savedEpoch) (Record, store.Info, error) {
 	now := time.Now().UTC()
 	rec := Record{
 		InstanceID:    a.o.InstanceID,
@@ -193,8 +210,11 @@ func (a *acquirer) write(ctx context.Context, obs observation) (Record, store.In
 		Mode:          a.mode,
 		AcquisitionID: a.id,
 	}
-	if obs.readable {
+	switch {
+	case obs.readable:
 		rec.Epoch = obs.rec.Epoch + 1
+	case saved != nil:
+		rec.Epoch = saved.epoch + 1
 	}
 	data, err := rec.encode()
 	if err != nil {

@@ -24,8 +24,11 @@
 //   - otherwise a live foreign instance holds it: refuse and leave it
 //     untouched, or wait for it with [Options].WaitForStale.
 //
-// Every acquisition writes a new random acquisition id and an epoch one
-// above the record it replaced. A writer that finds its own acquisition id
+// Every acquisition writes a new random acquisition id and a fencing epoch
+// one above the last: above the record it replaces or, when it finds no
+// readable lock, above the epoch that the last release or break saved in a
+// second sealed object, <root>/.cairn-state/.lock-epoch ([EpochName]). An
+// unreadable saved epoch is logged and ignored, never fatal. A writer that finds its own acquisition id
 // on the store holds the lock, so an SDK retry that reports "precondition
 // failed" for a write that had in fact landed does not strand the lock.
 //
@@ -40,16 +43,17 @@
 // itself, so a store view fenced with the lock ([store.Store.WithFence])
 // refuses writes the moment the process resumes, before any request. Loss
 // closes [Lock.Lost] and cancels [Lock.Context]. [Lock.Release] stops the
-// goroutine and deletes the lock only if it still carries our acquisition
-// id.
+// goroutine, saves the epoch and deletes the lock only if it still carries
+// our acquisition id.
 //
 // # Modes and honest limits
 //
 // On a backend with conditional writes (ModeCAS: AWS S3, MinIO, R2,
 // versitygw, the fs backend) acquisition, heartbeat and release are
 // compare-and-swap: create if absent, replace or delete if the version
-// matches. Two acquirers can never both win; acquiring a free lock takes two
-// requests and a heartbeat one.
+// matches. Two acquirers can never both win; acquiring a free lock takes
+// three requests (lock, saved epoch, create), a heartbeat one, a release
+// three.
 //
 // On a backend without them (ModeAdvisory: Garage), acquisition is
 // read-then-write and therefore racy at the scale of a second: the lock is

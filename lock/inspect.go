@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cairnhq/state/backend"
@@ -75,6 +76,9 @@ type BreakOptions struct {
 	// StaleAfter is the horizon to judge staleness by; zero means
 	// DefaultStaleAfter.
 	StaleAfter time.Duration
+	// Logger receives warnings (an unreadable saved epoch); nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Break removes the lock of st for an operator (`cairn-state lock break`):
@@ -87,10 +91,18 @@ type BreakOptions struct {
 // so a lock that changed hands meanwhile is not removed (the error then
 // wraps backend.ErrPreconditionFailed). A holder whose lock is broken
 // learns it at its next heartbeat and stops writing.
+//
+// Before deleting a readable lock, Break saves its epoch in [EpochName],
+// so that the next acquisition's epoch is still one more; if that write
+// fails, nothing is deleted and the error is returned.
 func Break(ctx context.Context, st *store.Store, opts BreakOptions) (Record, error) {
 	staleAfter := opts.StaleAfter
 	if staleAfter <= 0 {
 		staleAfter = DefaultStaleAfter
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
 	}
 	in := st.Internal()
 	obs, err := observe(ctx, in, true)
@@ -108,6 +120,13 @@ func Break(ctx context.Context, st *store.Store, opts BreakOptions) (Record, err
 				h.refusal = fmt.Sprintf("refusing to break it: the holder is %q, not %q", obs.rec.InstanceID, opts.Holder)
 			}
 			return Record{}, h
+		}
+	}
+	if obs.readable {
+		// Save its epoch first, so that the next acquisition counts on
+		// from it (an unreadable lock's epoch is unknown).
+		if err := saveEpoch(ctx, in, obs.rec, nil, logger); err != nil {
+			return Record{}, fmt.Errorf("lock: break: lock left in place: %w", err)
 		}
 	}
 	var do store.DeleteOptions

@@ -51,9 +51,12 @@ type Lock struct {
 	// unconfirmed is when the oldest write sent since then was sent (zero
 	// when none): if a read shows it landed, it counts from there.
 	unconfirmed time.Time
+	// saved is the epoch object as the acquisition read it (nil when it
+	// did not read it); Release writes against its version first.
+	saved *savedEpoch
 }
 
-func newLock(a *acquirer, rec Record, version string, sent time.Time) *Lock {
+func newLock(a *acquirer, rec Record, version string, sent time.Time, saved *savedEpoch) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{
 		st:        a.st,
@@ -68,6 +71,7 @@ func newLock(a *acquirer, rec Record, version string, sent time.Time) *Lock {
 		rec:       rec,
 		version:   version,
 		confirmed: sent,
+		saved:     saved,
 	}
 	if l.confirmed.IsZero() {
 		l.confirmed = time.Now()
@@ -290,7 +294,11 @@ func (l *Lock) confirm(sent time.Time, rec Record, version string) {
 // Release stops the heartbeat and deletes the lock object if it is still
 // ours: it reads the object first and deletes it only if it carries our
 // acquisition id (conditionally on its version where the backend can), so
-// a lock that another instance took over is never removed. From the moment
+// a lock that another instance took over is never removed. Just before the
+// delete it saves the lock's epoch in [EpochName] (compare-and-swap where
+// the backend can, never lowering it), so that the next acquisition's
+// epoch is one more; if that save fails, the lock object is left to go
+// stale and the error is returned. From the moment
 // Release is called, Err returns ErrReleased and fenced stores refuse
 // writes.
 //
@@ -334,6 +342,12 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 		l.log.Warn("state lock not ours at release; left in place", "err", le)
 		return fmt.Errorf("lock: release: nothing deleted: %w", le)
+	}
+	// Save the epoch before the lock object goes, so that the next
+	// acquisition counts on from it. If it cannot be saved the lock is
+	// left in place: it goes stale on its own, and its epoch with it.
+	if err := saveEpoch(ctx, l.st, l.rec, l.saved, l.log); err != nil {
+		return fmt.Errorf("lock: release: lock left in place: %w", err)
 	}
 	var do store.DeleteOptions
 	if l.mode == ModeCAS {

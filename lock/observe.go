@@ -25,34 +25,19 @@ type observation struct {
 
 // observe reads the lock object and, withAge, the storage clock. An object
 // that exists but does not open or decode (a wrong key after an identity
-// rotation, garbage) is reported unreadable rather than as an error. The
-// envelope's errors say so directly; any other failed read (a sealer
-// without typed errors, or a failing storage, whose errors are not typed
-// either) is retried once, and the object's existence confirmed with Stat,
-// before it counts as unreadable.
+// rotation, garbage) is reported unreadable rather than as an error.
 func observe(ctx context.Context, st *store.Store, withAge bool) (observation, error) {
 	var obs observation
-	data, info, err := st.Get(ctx, Name)
-	if err != nil && !errors.Is(err, backend.ErrNotFound) && !doesNotOpen(err) && ctx.Err() == nil {
-		data, info, err = st.Get(ctx, Name)
-	}
-	switch {
-	case errors.Is(err, backend.ErrNotFound):
-		return obs, nil
-	case err != nil && ctx.Err() != nil:
+	obj, err := readObject(ctx, st, Name)
+	if err != nil {
 		return obs, err
-	case err != nil:
-		sinfo, serr := st.Stat(ctx, Name)
-		if errors.Is(serr, backend.ErrNotFound) {
-			return obs, nil
-		}
-		if serr != nil {
-			return obs, fmt.Errorf("lock: read %s: %w (stat: %v)", Name, err, serr)
-		}
-		obs.present, obs.info, obs.why = true, sinfo, err
-	default:
-		obs.present, obs.info = true, info
-		rec, derr := decodeRecord(data)
+	}
+	if !obj.present {
+		return obs, nil
+	}
+	obs.present, obs.info, obs.why = true, obj.info, obj.why
+	if obj.why == nil {
+		rec, derr := decodeRecord(obj.data)
 		if derr != nil {
 			obs.why = fmt.Errorf("lock object %s: %w", Name, derr)
 		} else {
@@ -70,6 +55,46 @@ func observe(ctx context.Context, st *store.Store, withAge bool) (observation, e
 		obs.age = age
 	}
 	return obs, nil
+}
+
+// object is one read of a reserved object.
+type object struct {
+	present bool
+	data    []byte     // the opened contents, when present and why is nil
+	info    store.Info // when present
+	why     error      // when present but it does not open
+}
+
+// readObject reads and opens one reserved object. An object that exists
+// but does not open is reported with why set rather than as an error. The
+// envelope's errors say so directly; any other failed read (a sealer
+// without typed errors, or a failing storage, whose errors are not typed
+// either) is retried once, and the object's existence confirmed with Stat,
+// before it counts as not opening.
+func readObject(ctx context.Context, st *store.Store, name string) (object, error) {
+	var obj object
+	data, info, err := st.Get(ctx, name)
+	if err != nil && !errors.Is(err, backend.ErrNotFound) && !doesNotOpen(err) && ctx.Err() == nil {
+		data, info, err = st.Get(ctx, name)
+	}
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return obj, nil
+	case err != nil && ctx.Err() != nil:
+		return obj, err
+	case err != nil:
+		sinfo, serr := st.Stat(ctx, name)
+		if errors.Is(serr, backend.ErrNotFound) {
+			return obj, nil
+		}
+		if serr != nil {
+			return obj, fmt.Errorf("lock: read %s: %w (stat: %v)", name, err, serr)
+		}
+		obj.present, obj.info, obj.why = true, sinfo, err
+	default:
+		obj.present, obj.info, obj.data = true, info, data
+	}
+	return obj, nil
 }
 
 func (o observation) staleIn(staleAfter time.Duration) time.Duration {

@@ -254,9 +254,13 @@ func TestRollout_SIGTERM_OldReleasesNewBootsAtOnce(t *testing.T) {
 		if code := old.wait(t); code != 0 {
 			t.Fatalf("old pod exit code %d", code)
 		}
+		// The lock object is gone, its epoch saved: the next one counts on.
+		if s, err := lock.Inspect(context.Background(), w.st, w.stale); err != nil || s.Present {
+			t.Fatalf("lock after a clean release: %+v, %v", s, err)
+		}
 		l := acquireT(t, w, w.opts("pod-new"))
-		if l.Record().Epoch != 1 {
-			t.Fatalf("epoch %d after a clean release, want 1 (fresh lock)", l.Record().Epoch)
+		if l.Record().Epoch != 2 {
+			t.Fatalf("epoch %d after a clean release of epoch 1, want 2", l.Record().Epoch)
 		}
 	})
 }

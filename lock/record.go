@@ -51,9 +51,12 @@ type Record struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 	// Heartbeat is when the holder last refreshed the lock.
 	Heartbeat time.Time `json:"heartbeat"`
-	// Epoch grows by one at every acquisition that replaces a previous
-	// record (takeover, reacquire). It starts again at 1 when the lock
-	// object was absent (after a release) or unreadable.
+	// Epoch is the fencing epoch: it grows by one at every acquisition,
+	// whether it replaces a previous record (takeover, reacquire) or finds
+	// the lock released or broken, whose epoch was saved in [EpochName].
+	// It is at least 1. Only an unreadable lock object with no readable
+	// saved epoch (a store whose every copy of it was lost or re-keyed
+	// away) lets it start again at 1.
 	Epoch uint64 `json:"epoch"`
 	// Mode is how the holder enforces the lock.
 	Mode Mode `json:"mode"`
