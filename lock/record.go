@@ -73,6 +73,12 @@ func (r Record) encode() ([]byte, error) {
 	return json.Marshal(r)
 }
 
+// decodeRecord parses an opened lock object: the one parser behind
+// Acquire, Inspect, Break, the heartbeat and Release. Anything but a JSON
+// object naming an instance and an acquisition at an epoch of at least 1
+// is an error wrapping errMalformed, which the lock reports as an
+// unreadable lock. Unknown fields and modes are accepted, so that a lock
+// written by a newer version is still honoured.
 func decodeRecord(data []byte) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -80,6 +86,11 @@ func decodeRecord(data []byte) (Record, error) {
 	}
 	if r.InstanceID == "" || r.AcquisitionID == "" {
 		return Record{}, fmt.Errorf("%w: instance_id or acquisition_id missing", errMalformed)
+	}
+	if r.Epoch == 0 {
+		// Every acquisition writes an epoch of at least 1; counting on
+		// from 0 would repeat an epoch.
+		return Record{}, fmt.Errorf("%w: epoch missing or zero", errMalformed)
 	}
 	return r, nil
 }

@@ -406,6 +406,11 @@ func testUnreadable(t *testing.T, e *env) {
 				t.Fatal(err)
 			}
 		}},
+		{"EpochZero", func(st *store.Store) {
+			rec := foreign("pod-a")
+			rec.Epoch = 0 // no acquisition writes it: counting on would repeat an epoch
+			e.writeRecord(st, rec)
+		}},
 		{"NotSealed", func(st *store.Store) {
 			key, err := st.Internal().Key(lock.Name)
 			if err != nil {
