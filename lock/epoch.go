@@ -17,8 +17,10 @@ import (
 // object. [Lock.Release] and [Break] write the epoch of the lock they remove
 // there just before deleting the lock object, and [Acquire] reads it when it
 // finds no readable lock object, so that the epoch keeps growing across
-// graceful releases. It is a small record that outlives every lock; tools
-// that re-seal or verify every object treat it like any other.
+// graceful releases. It is a small record that outlives every lock. Tools
+// that verify every object check it like any other; tools that re-seal
+// every object under the lock may skip it, as they skip [Name]: releasing
+// their own lock rewrites it with their sealer.
 const EpochName = ".lock-epoch"
 
 // epochRecord is what the epoch object holds.

@@ -77,13 +77,14 @@ type splitSealer struct {
 func (s splitSealer) Seal(name string, p []byte) ([]byte, error) { return s.seal.Seal(name, p) }
 func (s splitSealer) Open(name string, c []byte) ([]byte, error) { return s.open.Open(name, c) }
 
-// runRekey re-seals every object, the reserved ones except the lock
-// included, to the current recipient set: the recipients of --identity plus
-// --recipient. Objects are opened with --identity and --old-identity, so a
-// rotation reads with the old key and seals without it. With
-// --allow-unauthenticated it also reads objects no configured identity
-// authenticates: the recovery path when only a recovery key (a recipient
-// that never wrote) survives. It holds the lock
+// runRekey re-seals every object, the reserved ones except the lock and
+// its saved epoch included, to the current recipient set: the recipients
+// of --identity plus --recipient (the saved epoch is rewritten to them by
+// the release of the run's own lock). Objects are opened with --identity
+// and --old-identity, so a rotation reads with the old key and seals
+// without it. With --allow-unauthenticated it also reads objects no
+// configured identity authenticates: the recovery path when only a
+// recovery key (a recipient that never wrote) survives. It holds the lock
 // throughout and is resumable: an interrupted run (even SIGKILL) leaves a
 // progress record that the next run with the same recipient set continues
 // from; with another recipient set it starts over.
@@ -176,8 +177,12 @@ func (r *rekeyer) run(ctx context.Context, restart bool) (rekeyDoc, error) {
 	havePrev := false
 	err := r.st.List(ctx, "", func(i store.Info) error {
 		switch i.Name {
-		case lock.Name:
-			// The lock record is ours now, written by the new sealer.
+		case lock.Name, lock.EpochName:
+			// The lock record is ours now, written by the new sealer; the
+			// saved epoch is rewritten, sealed by the new sealer too, when
+			// this run releases its lock (lock.Release saves the epoch of
+			// the lock it removes). Re-sealing it here would only race that
+			// write.
 		case progressName:
 			progInfo, havePrev = i, true
 		default:

@@ -144,11 +144,16 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 				t.Errorf("%s left behind after rekey", o.Name)
 			}
 		}
-		// verify agrees: all good with the new key, all wrong with the old.
+		// verify agrees: all good with the new key, all wrong with the old,
+		// the saved lock epoch included: rekey skipped it, and the release
+		// of its lock rewrote it sealed to the new key.
 		tg.cli(t, nil, "verify", "--identity", newID).must(t, exitOK)
 		v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", oldID, "--json").must(t, exitFail))
-		if len(v.Failed) != n+1 {
-			t.Errorf("verify with the old key: %d failures, want %d", len(v.Failed), n+1)
+		if len(v.Failed) != n+2 {
+			t.Errorf("verify with the old key: %d failures, want %d (the objects, the migration log, the saved epoch)", len(v.Failed), n+2)
+		}
+		if !slices.ContainsFunc(v.Failed, func(f failureDoc) bool { return f.Name == lock.EpochName }) {
+			t.Errorf("verify with the old key does not report %s: %+v", lock.EpochName, v.Failed)
 		}
 		for _, f := range v.Failed {
 			if f.Reason != reasonWrongKey {
@@ -312,9 +317,19 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 
 	// The recovery key decrypts but cannot authenticate: refused by
 	// default, with the reason and the way out.
+	// The put's lock release saved the lock epoch, sealed the same way:
+	// verify checks it like every object.
 	v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", recoveryID, "--json").must(t, exitFail))
-	if len(v.Failed) != 1 || v.Failed[0].Reason != reasonUnauthenticated {
-		t.Errorf("verify with the recovery key = %+v", v)
+	var failed []string
+	for _, f := range v.Failed {
+		failed = append(failed, f.Name)
+		if f.Reason != reasonUnauthenticated {
+			t.Errorf("verify with the recovery key: %s: %s, want %s", f.Name, f.Reason, reasonUnauthenticated)
+		}
+	}
+	slices.Sort(failed)
+	if !slices.Equal(failed, []string{lock.EpochName, "x"}) {
+		t.Errorf("verify with the recovery key failed %v, want [%s x]", failed, lock.EpochName)
 	}
 	r := tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", recoveryID).must(t, exitFail)
 	if !strings.Contains(r.stderr, "--allow-unauthenticated") {
