@@ -29,12 +29,14 @@ const maxAttempts = 8
 //     answer was lost);
 //   - same instance id: ours from a previous life (a crash-restarted
 //     container keeps its hostname): taken over at once;
-//   - not refreshed for StaleAfter, on the storage's clock: taken over;
+//   - not refreshed for StaleAfter (or for the longer window its holder
+//     recorded), on the storage's clock: taken over;
 //   - written from our PID space (same host, boot and PID namespace) by a
 //     process that is dead, or whose PID now belongs to a process started at
 //     another time: taken over at once;
 //   - unreadable (wrong key, garbage): taken over with a warning, so that
-//     the lock never bricks a boot;
+//     the lock never bricks a boot; with Options.RefuseUnreadable (operator
+//     tools) only once stale, and refused with a *HeldError before;
 //   - otherwise: held by a live foreign instance; refused, or waited for
 //     with Options.WaitForStale.
 //
@@ -176,21 +178,26 @@ func (a *acquirer) run(ctx context.Context) (*Lock, error) {
 // decide applies the takeover rules to an observation: a takeover to write,
 // or the refusal.
 func (a *acquirer) decide(obs observation) (takeover, *HeldError) {
+	window := obs.window(a.o.StaleAfter)
 	switch {
 	case !obs.present:
 		return takeover{}, nil
-	case !obs.readable:
+	case !obs.readable && !a.o.RefuseUnreadable:
 		return takeover{reason: fmt.Sprintf("the lock object is unreadable (%v); the lock must never brick a boot", obs.why), warn: true}, nil
+	case !obs.readable && obs.age >= window:
+		return takeover{reason: fmt.Sprintf("the lock object is unreadable (%v) and stale: last written %s ago, stale after %s", obs.why, roundAge(obs.age), window), warn: true}, nil
+	case !obs.readable:
+		return takeover{}, obs.held(window, a.o.Refusal)
 	case obs.rec.InstanceID == a.o.InstanceID:
 		return takeover{reason: fmt.Sprintf("it was held by this instance id (pid %d on %s, heartbeat %s ago): a restart", obs.rec.PID, obs.rec.Hostname, roundAge(obs.age))}, nil
-	case obs.age >= a.o.StaleAfter:
-		return takeover{reason: fmt.Sprintf("it was stale: %q (pid %d on %s) last refreshed it %s ago, stale after %s", obs.rec.InstanceID, obs.rec.PID, obs.rec.Hostname, roundAge(obs.age), a.o.StaleAfter)}, nil
+	case obs.age >= window:
+		return takeover{reason: fmt.Sprintf("it was stale: %q (pid %d on %s) last refreshed it %s ago, stale after %s", obs.rec.InstanceID, obs.rec.PID, obs.rec.Hostname, roundAge(obs.age), window)}, nil
 	}
 	switch l := probeHolder(a.self, a.hostname, obs.rec); l {
 	case dead, reused:
 		return takeover{reason: fmt.Sprintf("its holder %q (pid %d) on this host is gone (%s)", obs.rec.InstanceID, obs.rec.PID, l)}, nil
 	}
-	return takeover{}, obs.held(a.o.StaleAfter)
+	return takeover{}, obs.held(window, a.o.Refusal)
 }
 
 // write puts our record over what obs saw: compare-and-swap in ModeCAS,
@@ -208,6 +215,7 @@ func (a *acquirer) write(ctx context.Context, obs observation, saved *savedEpoch
 		Heartbeat:     now,
 		Epoch:         1,
 		Mode:          a.mode,
+		StaleAfter:    a.o.StaleAfter,
 		AcquisitionID: a.id,
 	}
 	switch {
@@ -253,7 +261,7 @@ func (a *acquirer) readBack(ctx context.Context) (bool, error) {
 func (a *acquirer) wait(ctx context.Context, held *HeldError) error {
 	d := min(held.StaleIn, a.o.HeartbeatInterval)
 	d = max(d, 10*time.Millisecond)
-	a.log.Info("waiting for the state lock", "holder", held.Holder.InstanceID, "pid", held.Holder.PID,
+	a.log.Info("waiting for the state lock", "holder", held.holderName(), "pid", held.Holder.PID,
 		"heartbeat_age", roundAge(held.HeartbeatAge), "stale_in", roundAge(held.StaleIn))
 	if err := sleep(ctx, d); err != nil {
 		return waitErr(ctx, held)
@@ -262,7 +270,7 @@ func (a *acquirer) wait(ctx context.Context, held *HeldError) error {
 }
 
 func waitErr(ctx context.Context, held *HeldError) error {
-	return fmt.Errorf("lock: waiting for %q to release the lock or go stale: %w (last seen: %w)", held.Holder.InstanceID, ctx.Err(), held)
+	return fmt.Errorf("lock: waiting for %s to release the lock or go stale: %w (last seen: %w)", held.holderName(), ctx.Err(), held)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

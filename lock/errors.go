@@ -3,6 +3,7 @@ package lock
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -20,31 +21,53 @@ var (
 )
 
 // HeldError is the refusal to acquire (or break) a lock that a live foreign
-// instance holds. It matches [ErrHeld] with errors.Is.
+// instance holds, or, for operator tools, an unreadable lock that is not
+// yet stale and so may belong to one (then Unreadable is set and Holder is
+// zero). It matches [ErrHeld] with errors.Is.
 type HeldError struct {
-	// Holder is the record on the store.
+	// Holder is the record on the store; zero when Unreadable is set.
 	Holder Record
 	// HeartbeatAge is how long ago the holder last refreshed the lock, on
 	// the storage's clock.
 	HeartbeatAge time.Duration
-	// StaleAfter is the horizon after which the lock counts as stale.
+	// StaleAfter is the horizon after which the lock counts as stale: the
+	// longer of the refuser's own and the one the holder recorded.
 	StaleAfter time.Duration
 	// StaleIn is how long until the lock becomes stale if its holder stops
 	// refreshing it now.
 	StaleIn time.Duration
-
-	refusal string // what is refused; "refusing to start" when empty
+	// Unreadable says why the lock object could not be read, when it was
+	// refused unread (a caller with Options.RefuseUnreadable, or [Break]);
+	// Holder is then zero: nobody can be named.
+	Unreadable string
+	// Refusal is what is refused, ending the message; empty means
+	// "refusing to start".
+	Refusal string
 }
 
 // Error names the holder, its PID, the heartbeat age and when the lock goes
-// stale, and says what is refused.
+// stale, and says what is refused. For a lock refused unread it says why
+// it could not be read and that it may belong to a live instance instead
+// of naming a holder.
 func (e *HeldError) Error() string {
-	refusal := e.refusal
+	refusal := e.Refusal
 	if refusal == "" {
 		refusal = "refusing to start"
 	}
+	if e.Unreadable != "" {
+		return fmt.Sprintf("state lock object could not be read with the configured identities (%s); last written %s ago, stale after %s (in %s): it may belong to a live instance; %s",
+			e.Unreadable, roundAge(e.HeartbeatAge), e.StaleAfter, roundAge(e.StaleIn), refusal)
+	}
 	return fmt.Sprintf("state lock held by %q (pid %d), last heartbeat %s ago, stale after %s (in %s): another instance is using this store; %s",
 		e.Holder.InstanceID, e.Holder.PID, roundAge(e.HeartbeatAge), e.StaleAfter, roundAge(e.StaleIn), refusal)
+}
+
+// holderName names the holder for logs and wrapped errors.
+func (e *HeldError) holderName() string {
+	if e.Unreadable != "" {
+		return "the holder of an unreadable lock"
+	}
+	return strconv.Quote(e.Holder.InstanceID)
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

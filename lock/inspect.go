@@ -18,15 +18,17 @@ type Status struct {
 	// Readable reports that it opened and holds a lock record.
 	Readable bool
 	// Stale reports that it was not refreshed for StaleAfter, on the
-	// storage's clock (an unreadable lock also counts as stale: any
-	// instance would take it over).
+	// storage's clock. An unreadable lock is judged by its age like any
+	// other: a young one may belong to a live instance whose key is not
+	// configured here (though a booting application would take it over).
 	Stale bool
 	// Record is the lock record, when readable.
 	Record Record
 	// HeartbeatAge is how long ago the object was last written, on the
 	// storage's clock.
 	HeartbeatAge time.Duration
-	// StaleAfter is the horizon used to judge staleness.
+	// StaleAfter is the horizon used to judge staleness: the longer of
+	// the one asked for and the one the holder recorded.
 	StaleAfter time.Duration
 	// StaleIn is how long until the lock goes stale without a refresh.
 	StaleIn time.Duration
@@ -38,8 +40,8 @@ type Status struct {
 }
 
 // Inspect reads the lock of st without changing anything, for `cairn-state
-// lock status`. staleAfter is the horizon to judge staleness by; zero means
-// DefaultStaleAfter. An absent lock is a Status with Present false, not an
+// lock status`. staleAfter is the horizon to judge staleness by, unless the
+// holder recorded a longer one; zero means DefaultStaleAfter. An absent lock is a Status with Present false, not an
 // error.
 func Inspect(ctx context.Context, st *store.Store, staleAfter time.Duration) (Status, error) {
 	if staleAfter <= 0 {
@@ -53,13 +55,15 @@ func Inspect(ctx context.Context, st *store.Store, staleAfter time.Duration) (St
 	if !obs.present {
 		return s, nil
 	}
+	window := obs.window(staleAfter)
 	s.Present, s.Readable, s.Version = true, obs.readable, obs.info.Version
-	s.HeartbeatAge, s.StaleIn = obs.age, obs.staleIn(staleAfter)
+	s.HeartbeatAge, s.StaleAfter, s.StaleIn = obs.age, window, obs.staleIn(window)
+	// An unreadable lock is judged by its age too: its modification time
+	// is known even when its content is not.
+	s.Stale = obs.age >= window
 	if obs.readable {
 		s.Record = obs.rec
-		s.Stale = obs.age >= staleAfter
 	} else {
-		s.Stale = true
 		s.Unreadable = obs.why.Error()
 	}
 	return s, nil
@@ -69,12 +73,13 @@ func Inspect(ctx context.Context, st *store.Store, staleAfter time.Duration) (St
 type BreakOptions struct {
 	// Holder must be the current holder's instance id for a live lock to
 	// be broken (with Force); it guards against breaking a lock that
-	// changed hands since the operator looked.
+	// changed hands since the operator looked. It must be empty to break
+	// a live unreadable lock, whose holder cannot be read.
 	Holder string
 	// Force allows breaking a live lock.
 	Force bool
-	// StaleAfter is the horizon to judge staleness by; zero means
-	// DefaultStaleAfter.
+	// StaleAfter is the horizon to judge staleness by, unless the holder
+	// recorded a longer one; zero means DefaultStaleAfter.
 	StaleAfter time.Duration
 	// Logger receives warnings (an unreadable saved epoch); nil means
 	// slog.Default().
@@ -82,10 +87,15 @@ type BreakOptions struct {
 }
 
 // Break removes the lock of st for an operator (`cairn-state lock break`):
-// a stale or unreadable lock always; a live one only with opts.Force and
-// opts.Holder equal to the holder's instance id, otherwise it fails with a
-// *HeldError and leaves the lock alone. It returns the record it removed
-// (zero for an unreadable one). It fails with an error wrapping
+// a stale lock always, readable or not (staleness is judged on the
+// storage's clock, with the longer of opts.StaleAfter and the window the
+// holder recorded); a live readable one only with opts.Force and
+// opts.Holder equal to the holder's instance id; a live unreadable one
+// (sealed to keys not configured here, so it may belong to a running
+// instance) only with opts.Force and no opts.Holder, since no holder can
+// be matched. Otherwise it fails with a *HeldError (Unreadable set for an
+// unreadable lock) and leaves the lock alone. It returns the record it
+// removed (zero for an unreadable one). It fails with an error wrapping
 // backend.ErrNotFound when there is no lock. Where the backend has
 // conditional writes the delete is conditional on the version inspected,
 // so a lock that changed hands meanwhile is not removed (the error then
@@ -112,15 +122,24 @@ func Break(ctx context.Context, st *store.Store, opts BreakOptions) (Record, err
 	if !obs.present {
 		return Record{}, fmt.Errorf("lock: break: no state lock to break: %w", backend.ErrNotFound)
 	}
-	if obs.readable && obs.age < staleAfter {
-		if !opts.Force || opts.Holder != obs.rec.InstanceID {
-			h := obs.held(staleAfter)
-			h.refusal = fmt.Sprintf("refusing to break a live lock unless forced with the holder's instance id %q", obs.rec.InstanceID)
-			if opts.Force && opts.Holder != "" {
-				h.refusal = fmt.Sprintf("refusing to break it: the holder is %q, not %q", obs.rec.InstanceID, opts.Holder)
-			}
-			return Record{}, h
+	window := obs.window(staleAfter)
+	switch {
+	case obs.age >= window:
+		// Stale: removed without force, readable or not.
+	case obs.readable && (!opts.Force || opts.Holder != obs.rec.InstanceID):
+		h := obs.held(window, fmt.Sprintf("refusing to break a live lock unless forced with the holder's instance id %q", obs.rec.InstanceID))
+		if opts.Force && opts.Holder != "" {
+			h.Refusal = fmt.Sprintf("refusing to break it: the holder is %q, not %q", obs.rec.InstanceID, opts.Holder)
 		}
+		return Record{}, h
+	case !obs.readable && (!opts.Force || opts.Holder != ""):
+		// Its holder cannot be read, so no holder id can be matched: only
+		// Force alone breaks it.
+		h := obs.held(window, "refusing to break it unless forced without a holder id (its holder cannot be read, so no holder id can be matched)")
+		if opts.Force {
+			h.Refusal = fmt.Sprintf("refusing to break it: its holder cannot be read, so it cannot be checked against %q; it is broken only when forced without a holder id", opts.Holder)
+		}
+		return Record{}, h
 	}
 	if obs.readable {
 		// Save its epoch first, so that the next acquisition counts on

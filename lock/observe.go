@@ -101,8 +101,24 @@ func (o observation) staleIn(staleAfter time.Duration) time.Duration {
 	return max(staleAfter-o.age, 0)
 }
 
-func (o observation) held(staleAfter time.Duration) *HeldError {
-	return &HeldError{Holder: o.rec, HeartbeatAge: o.age, StaleAfter: staleAfter, StaleIn: o.staleIn(staleAfter)}
+// window is the stale window to judge the observed lock by: the longer of
+// the judge's own and the one its holder recorded (older records have
+// none), so that a short window never cuts a long-window holder short.
+func (o observation) window(own time.Duration) time.Duration {
+	if o.readable {
+		return max(own, o.rec.StaleAfter)
+	}
+	return own
+}
+
+// held is the refusal of the observed lock, judged with window: naming its
+// holder, or saying why it could not be read.
+func (o observation) held(window time.Duration, refusal string) *HeldError {
+	h := &HeldError{Holder: o.rec, HeartbeatAge: o.age, StaleAfter: window, StaleIn: o.staleIn(window), Refusal: refusal}
+	if !o.readable && o.why != nil {
+		h.Unreadable = o.why.Error()
+	}
+	return h
 }
 
 // doesNotOpen reports errors that say the object itself is bad, as opposed

@@ -39,6 +39,17 @@ type Options struct {
 	// DefaultSettleDelay, negative skips the read-back. Unused in
 	// compare-and-swap mode.
 	SettleDelay time.Duration
+	// RefuseUnreadable makes Acquire refuse, with a *HeldError, a lock
+	// object it cannot read (wrong key, garbage) until it is stale on the
+	// storage's clock, instead of taking it over at once with a warning.
+	// It is for operator tools, whose identities may simply be the wrong
+	// ones for a live instance's lock; an application booting leaves it
+	// off, so that an unreadable lock never bricks a boot.
+	RefuseUnreadable bool
+	// Refusal is what a refusal says is refused, at the end of the
+	// *HeldError's message; empty means "refusing to start". The CLI's
+	// writes say "refusing to write".
+	Refusal string
 	// Logger receives takeover warnings and loss reports; nil means
 	// slog.Default().
 	Logger *slog.Logger

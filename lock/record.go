@@ -60,6 +60,13 @@ type Record struct {
 	Epoch uint64 `json:"epoch"`
 	// Mode is how the holder enforces the lock.
 	Mode Mode `json:"mode"`
+	// StaleAfter is the holder's own stale window (Options.StaleAfter),
+	// in nanoseconds in the JSON; zero in records written before it was
+	// recorded. Acquire, Inspect and Break judge the lock stale only after
+	// the longer of their own window and this one, so that an acquirer
+	// configured with a short window never takes over a holder that
+	// heartbeats for a long one.
+	StaleAfter time.Duration `json:"stale_after_ns,omitempty"`
 	// AcquisitionID is random per acquisition. A writer that finds its own
 	// acquisition id on the store holds the lock, even if the answer to its
 	// write was lost and a retry reported a conflict.

@@ -110,7 +110,7 @@ func commands() []command {
 		{"verify", "", "open every object, report each one that fails and why", runVerify},
 		{"rekey", "[--old-identity FILE]... [--allow-unauthenticated] [--restart]", "re-seal every object to the current recipients; takes the lock", runRekey},
 		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch", runLockStatus},
-		{"lock break", "[--holder ID] [--force]", "remove a stale lock; a live one only with --force and the matching --holder", runLockBreak},
+		{"lock break", "[--holder ID] [--force]", "remove a stale lock; a live one only with --force and the matching --holder (an unreadable live one: --force alone)", runLockBreak},
 		{"migrate status", "", "applied (and unfinished) migrations", runMigrateStatus},
 	}
 }
@@ -334,7 +334,12 @@ func (a *app) fail(err error) {
 	}
 	fmt.Fprintf(a.err, "cairn-state: %v\n", err)
 	var held *lock.HeldError
-	if errors.As(err, &held) {
+	switch {
+	case !errors.As(err, &held):
+	case held.Unreadable != "":
+		fmt.Fprintf(a.err, "hint: pass the identity the lock is sealed to (--identity FILE) to see who holds it, or wait until it is stale (in %s); if its holder is gone for good: cairn-state lock break --force (no --holder: it cannot be read)\n",
+			ago(held.StaleIn))
+	default:
 		fmt.Fprintf(a.err, "hint: stop %q first, or wait until its lock is stale; if it is gone for good: cairn-state lock break --force --holder %q\n",
 			held.Holder.InstanceID, held.Holder.InstanceID)
 	}
@@ -343,8 +348,12 @@ func (a *app) fail(err error) {
 	}
 	doc := errorDoc{Error: errorBody{Message: err.Error(), ExitCode: exitCode(err)}}
 	if held != nil {
-		h := holderOf(held.Holder)
-		doc.Error.Holder = &h
+		if held.Unreadable != "" {
+			doc.Error.Unreadable = held.Unreadable
+		} else {
+			h := holderOf(held.Holder)
+			doc.Error.Holder = &h
+		}
 		doc.Error.HeartbeatAgeSeconds = seconds(held.HeartbeatAge)
 		doc.Error.StaleInSeconds = seconds(held.StaleIn)
 	}

@@ -80,7 +80,6 @@ func TestUsageErrors_Exit2WithMessageOnStderr(t *testing.T) {
 		{"put with too many args", tg, []string{"put", "a", "b", "c", "--identity", id}, "too many"},
 		{"lock without subcommand", tg, []string{"lock"}, "missing subcommand"},
 		{"unknown lock subcommand", tg, []string{"lock", "steal"}, "unknown command"},
-		{"break forced without holder", tg, []string{"lock", "break", "--force"}, "--holder"},
 		{"no url", noURL, []string{"ls"}, "CAIRN_STATE_URL"},
 		{"no identity", tg, []string{"get", "x"}, "CAIRN_STATE_IDENTITY"},
 		{"reserved name", tg, []string{"put", ".lock", "--identity", id}, "reserved"},

@@ -21,6 +21,10 @@ func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T)
 			if !strings.Contains(r.stderr, `"pod-a"`) || !strings.Contains(r.stderr, "stale after") {
 				t.Errorf("%s: refusal does not name the holder and its stale horizon:\n%s", args[0], r)
 			}
+			// A write refused is not a boot refused.
+			if !strings.Contains(r.stderr, "; refusing to write") || strings.Contains(r.stderr, "refusing to start") {
+				t.Errorf("%s: refusal wording:\n%s", args[0], r)
+			}
 		}
 		doc := decode[errorDoc](t, tg.cli(t, []byte("v"), "put", "obj/new", "--identity", id, "--json").must(t, exitHeld))
 		if doc.Error.ExitCode != exitHeld || doc.Error.Holder == nil || doc.Error.Holder.InstanceID != "pod-a" || doc.Error.Holder.PID == 0 {
@@ -47,6 +51,12 @@ func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T)
 			st.Holder.Epoch != 1 || st.Holder.Mode == "" || *st.StaleAfterSeconds != 300 || *st.StaleInSeconds <= 0 {
 			t.Errorf("lock status --json = %+v holder %+v", st, st.Holder)
 		}
+		// A shorter --stale-after does not cut the holder's recorded
+		// window (the default 5m) short.
+		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "1s", "--identity", id, "--json").must(t, exitOK))
+		if st.Stale || *st.StaleAfterSeconds != 300 {
+			t.Errorf("lock status --stale-after 1s of a holder running 5m = %+v", st)
+		}
 		// Without the key the lock is seen, not read.
 		other, _ := tg.keygen(t, "other.txt")
 		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", other, "--json").must(t, exitOK))
@@ -64,6 +74,7 @@ func TestLockBreak_LiveLock_RefusedUnlessForcedWithMatchingHolder(t *testing.T) 
 		for _, args := range [][]string{
 			{"lock", "break"},
 			{"lock", "break", "--holder", "pod-a"},
+			{"lock", "break", "--force"},
 			{"lock", "break", "--force", "--holder", "pod-b"},
 		} {
 			r := tg.cli(t, nil, append(args, "--identity", id)...).must(t, exitHeld)
@@ -90,7 +101,7 @@ func TestLockBreak_LiveLock_RefusedUnlessForcedWithMatchingHolder(t *testing.T) 
 func TestLockBreak_StaleLock_RemovedWithoutForce_NamingWhatItRemoved(t *testing.T) {
 	eachBackend(t, func(t *testing.T, tg *target) {
 		id, _ := tg.keygen(t, "id.txt")
-		h := tg.startHolder(t, "pod-gone", id)
+		h := tg.startHolderWindow(t, "pod-gone", id, 2*time.Second)
 		h.kill(t) // SIGKILL: the lock stays behind, no longer refreshed
 		waitStale(t, tg, id)
 		r := tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id).must(t, exitOK)
@@ -111,7 +122,7 @@ func TestLockBreak_StaleLock_RemovedWithoutForce_NamingWhatItRemoved(t *testing.
 func TestPut_StaleForeignLock_TakenOver(t *testing.T) {
 	eachBackend(t, func(t *testing.T, tg *target) {
 		id, _ := tg.keygen(t, "id.txt")
-		tg.startHolder(t, "pod-gone", id).kill(t)
+		tg.startHolderWindow(t, "pod-gone", id, 2*time.Second).kill(t)
 		waitStale(t, tg, id)
 		doc := decode[putDoc](t, tg.cli(t, []byte("v"), "put", "x", "--stale-after", "2s", "--identity", id, "--json").must(t, exitOK))
 		// The write replaced the stale record: the epoch grew.
@@ -141,21 +152,89 @@ func waitStale(t *testing.T, tg *target, id string) {
 	}
 }
 
-func TestLockBreak_UnreadableLock_RemovedAndSaidSo(t *testing.T) {
+func TestLockBreak_StaleUnreadableLock_RemovedAndSaidSo(t *testing.T) {
 	tg := fsTarget(t)
 	theirs, _ := tg.keygen(t, "theirs.txt")
 	ours, _ := tg.keygen(t, "ours.txt")
-	tg.startHolder(t, "pod-rotated", theirs)
-
-	st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", ours, "--json").must(t, exitOK))
+	tg.startHolderWindow(t, "pod-rotated", theirs, 2*time.Second).kill(t)
+	// Unreadable here, and judged stale by its age like any other lock.
+	waitStale(t, tg, ours)
+	st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", ours, "--json").must(t, exitOK))
 	if !st.Present || st.Readable || !st.Stale {
-		t.Fatalf("lock sealed to other keys: %+v", st)
+		t.Fatalf("stale lock sealed to other keys: %+v", st)
 	}
-	doc := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--identity", ours, "--json").must(t, exitOK))
-	if !doc.Unreadable {
-		t.Errorf("lock break of an unreadable lock = %+v", doc)
+	doc := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", ours, "--json").must(t, exitOK))
+	if !doc.Unreadable || doc.Forced {
+		t.Errorf("lock break of a stale unreadable lock = %+v", doc)
 	}
 	if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
 		t.Errorf("lock still present: %+v", st)
 	}
+}
+
+// A live instance's lock that this CLI cannot read (no identity, or the
+// wrong one) may belong to a running instance: writes and lock break refuse
+// it with exit 3 and leave it alone; only lock break --force (alone: no
+// holder can be matched) removes it.
+func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		theirs, _ := tg.keygen(t, "theirs.txt")
+		ours, _ := tg.keygen(t, "ours.txt")
+		tg.startHolder(t, "pod-a", theirs)
+		held := func() {
+			t.Helper()
+			st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", theirs, "--json").must(t, exitOK))
+			if st.Holder == nil || st.Holder.InstanceID != "pod-a" || st.Holder.Epoch != 1 {
+				t.Fatalf("pod-a's lock was touched: %+v", st)
+			}
+		}
+
+		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", ours, "--json").must(t, exitOK))
+		if !st.Present || st.Readable || st.Stale || *st.StaleInSeconds <= 0 {
+			t.Errorf("lock status of a live lock sealed to other keys = %+v, want present, unreadable, not stale", st)
+		}
+		r := tg.cli(t, nil, "lock", "status", "--identity", ours).must(t, exitOK)
+		if !strings.Contains(r.stdout, "may belong to a live instance") {
+			t.Errorf("lock status of a live unreadable lock:\n%s", r)
+		}
+
+		for _, args := range [][]string{
+			{"put", "foo", "--identity", ours},
+			{"rm", "foo", "--identity", ours},
+			{"rekey", "--identity", ours},
+		} {
+			r := tg.cli(t, []byte("v"), args...).must(t, exitHeld)
+			for _, want := range []string{"could not be read with the configured identities", "may belong to a live instance", "refusing to write", "hint:"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("%s: refusal lacks %q:\n%s", args[0], want, r)
+				}
+			}
+			held()
+		}
+		doc := decode[errorDoc](t, tg.cli(t, []byte("v"), "put", "foo", "--identity", ours, "--json").must(t, exitHeld))
+		if doc.Error.ExitCode != exitHeld || doc.Error.Holder != nil || doc.Error.Unreadable == "" || *doc.Error.StaleInSeconds <= 0 {
+			t.Errorf("put --json refusal of an unreadable live lock = %+v", doc.Error)
+		}
+
+		for _, args := range [][]string{
+			{"lock", "break"},
+			{"lock", "break", "--identity", ours},
+			{"lock", "break", "--holder", "pod-a", "--identity", ours},
+			{"lock", "break", "--force", "--holder", "pod-a", "--identity", ours},
+		} {
+			r := tg.cli(t, nil, args...).must(t, exitHeld)
+			if !strings.Contains(r.stderr, "may belong to a live instance") || !strings.Contains(r.stderr, "lock break --force") {
+				t.Errorf("%v: refusal does not say what to do:\n%s", args, r)
+			}
+			held()
+		}
+		// Forced alone: removed, and it says it could not read it.
+		bd := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--force", "--identity", ours, "--json").must(t, exitOK))
+		if !bd.Unreadable || !bd.Forced || bd.Removed.InstanceID != "" {
+			t.Errorf("lock break --force of a live unreadable lock = %+v", bd)
+		}
+		if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
+			t.Errorf("lock still present after a forced break: %+v", st)
+		}
+	})
 }

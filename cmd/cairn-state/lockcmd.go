@@ -54,9 +54,14 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 	switch {
 	case !s.Present:
 		a.printf("lock: not held\n")
+	case !s.Readable && s.Stale:
+		a.printf("lock: present but unreadable (STALE): %s\n", s.Unreadable)
+		a.printf("  last written %s ago, stale after %s: the next instance takes it over, or: cairn-state lock break\n", ago(s.HeartbeatAge), s.StaleAfter)
 	case !s.Readable:
 		a.printf("lock: present but unreadable: %s\n", s.Unreadable)
-		a.printf("  last written %s ago; an unreadable lock counts as stale: the next instance takes it over with a warning, and `cairn-state lock break` removes it\n", ago(s.HeartbeatAge))
+		a.printf("  last written %s ago, stale after %s (in %s): it may belong to a live instance whose key is not configured here\n", ago(s.HeartbeatAge), s.StaleAfter, ago(s.StaleIn))
+		a.printf("  pass the identity it is sealed to (--identity FILE) to see its holder; cairn-state writes and lock break refuse it until it is stale\n")
+		a.printf("  (a booting application takes it over with a warning); if its holder is gone for good: cairn-state lock break --force\n")
 	default:
 		r := s.Record
 		state := "live"
@@ -85,17 +90,15 @@ type lockBreakDoc struct {
 }
 
 // runLockBreak removes a stale lock, or a live one with --force and the
-// --holder that matches its instance id. A refusal exits 3, naming the
-// holder.
+// --holder that matches its instance id, or a live one this run cannot read
+// with --force alone (no holder can be matched). A refusal exits 3, naming
+// the holder or saying the lock could not be read.
 func runLockBreak(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("lock break")
 	holder := fs.String("holder", "", "")
 	force := fs.Bool("force", false, "")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
-	}
-	if *force && *holder == "" {
-		return usagef("lock break: --force needs --holder ID, the instance id of the holder to remove (see cairn-state lock status)")
 	}
 	st, err := a.openStore(ctx, false)
 	if err != nil {
@@ -110,7 +113,7 @@ func runLockBreak(ctx context.Context, a *app, args []string) error {
 		return nil
 	}
 	if r.InstanceID == "" {
-		a.printf("removed an unreadable lock (sealed to keys not configured here)\n")
+		a.printf("removed a lock that could not be read with the configured identities (sealed to other keys, or damaged)\n")
 		return nil
 	}
 	a.printf("removed lock held by %q (host %s, pid %d, epoch %d, mode %s, last heartbeat %s)\n",

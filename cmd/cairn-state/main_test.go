@@ -34,8 +34,12 @@ import (
 var binPath string
 
 // holderEnv makes the test binary a lock holder process instead of running
-// tests (see holdLock).
-const holderEnv = "CAIRN_STATE_CLI_TEST_HOLDER"
+// tests (see holdLock); holderStaleEnv, when set, is the holder's stale
+// window (a Go duration).
+const (
+	holderEnv      = "CAIRN_STATE_CLI_TEST_HOLDER"
+	holderStaleEnv = "CAIRN_STATE_CLI_TEST_HOLDER_STALE_AFTER"
+)
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(holderEnv); id != "" {
@@ -71,6 +75,14 @@ func TestMain(m *testing.M) {
 func holdLock(id string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	var staleAfter time.Duration
+	if v := os.Getenv(holderStaleEnv); v != "" {
+		var err error
+		if staleAfter, err = time.ParseDuration(v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	b, root, err := state.OpenBackend(ctx, os.Getenv(state.EnvURL), nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -91,7 +103,7 @@ func holdLock(id string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: id})
+	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: id, StaleAfter: staleAfter})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -297,8 +309,18 @@ type holder struct {
 }
 
 // startHolder starts a process that takes the target's lock as instance id
-// and holds it until killed; it is killed when the test ends.
+// (with the default stale window) and holds it until killed; it is killed
+// when the test ends.
 func (tg *target) startHolder(t *testing.T, id, identity string) *holder {
+	t.Helper()
+	return tg.startHolderWindow(t, id, identity, 0)
+}
+
+// startHolderWindow is startHolder with the holder's stale window (zero:
+// the default). The window is recorded in the lock, and nobody judges the
+// lock stale before it: a holder that is to be killed and found stale
+// within a test needs a short one.
+func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfter time.Duration) *holder {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -306,6 +328,9 @@ func (tg *target) startHolder(t *testing.T, id, identity string) *holder {
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = tg.environ(holderEnv+"="+id, state.EnvIdentity+"="+identity)
+	if staleAfter > 0 {
+		cmd.Env = append(cmd.Env, holderStaleEnv+"="+staleAfter.String())
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -124,19 +124,25 @@ func instanceID() string {
 }
 
 // withLock takes the instance lock on st as cairn-state@HOST for what (the
-// write, named in errors), runs fn with a
-// view of st fenced by the lock and a context cancelled if the lock is lost
-// or ctx is done, and releases the lock. A live foreign holder makes it fail with the lock's
-// *HeldError (exit code 3).
+// write, named in errors), runs fn with a view of st fenced by the lock and
+// a context cancelled if the lock is lost or ctx is done, and releases the
+// lock. A live foreign holder makes it fail with the lock's *HeldError (exit
+// code 3), and so does a lock this run cannot read (no identity, or the
+// wrong one) that is not yet stale: unlike a booting application, which
+// takes an unreadable lock over so as never to brick a boot, an operator's
+// write must not break a live instance's lock because the operator passed
+// the wrong key.
 func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
 	id := instanceID()
 	if err := a.refuseSiblingWriter(ctx, st, id); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	l, err := lock.Acquire(ctx, st, lock.Options{
-		InstanceID: id,
-		StaleAfter: a.staleAfter,
-		Logger:     a.logger,
+		InstanceID:       id,
+		StaleAfter:       a.staleAfter,
+		RefuseUnreadable: true,
+		Refusal:          refusingToWrite,
+		Logger:           a.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -181,5 +187,8 @@ func (a *app) refuseSiblingWriter(ctx context.Context, st *store.Store, id strin
 		return nil
 	}
 	return fmt.Errorf("another cairn-state process (pid %d) on this host is writing: %w", r.PID,
-		&lock.HeldError{Holder: r, HeartbeatAge: s.HeartbeatAge, StaleAfter: s.StaleAfter, StaleIn: s.StaleIn})
+		&lock.HeldError{Holder: r, HeartbeatAge: s.HeartbeatAge, StaleAfter: s.StaleAfter, StaleIn: s.StaleIn, Refusal: refusingToWrite})
 }
+
+// refusingToWrite ends the refusal of a CLI write.
+const refusingToWrite = "refusing to write"

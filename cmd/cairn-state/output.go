@@ -48,6 +48,9 @@ type errorBody struct {
 	Holder              *holderDoc `json:"holder,omitempty"`
 	HeartbeatAgeSeconds *float64   `json:"heartbeat_age_seconds,omitempty"`
 	StaleInSeconds      *float64   `json:"stale_in_seconds,omitempty"`
+	// Set instead of Holder when the lock refused is one this run could not
+	// read (exit code 3): why it could not be read.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 // holderDoc is a lock record in JSON output.
