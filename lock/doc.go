@@ -12,15 +12,18 @@
 //   - absent: take it;
 //   - same instance id (by default the hostname, which a crash-restarted
 //     container keeps): take it over at once;
-//   - not refreshed for [Options].StaleAfter (5 minutes by default),
-//     judged on the storage's clock (the object's modification time against
-//     the storage's now), so instances whose clocks disagree still agree:
-//     take it over;
+//   - not refreshed for [Options].StaleAfter (5 minutes by default), or for
+//     the longer window its holder recorded in it, judged on the storage's
+//     clock (the object's modification time against the storage's now), so
+//     instances whose clocks disagree still agree: take it over;
 //   - written from this host's PID space by a process that is dead, or
 //     whose PID was reused (told apart by the process start time, Linux
 //     /proc/<pid>/stat field 22): take it over at once;
 //   - unreadable (wrong key after an identity rotation, garbage): take it
-//     over with a warning; an advisory lock must never brick a boot;
+//     over with a warning; an advisory lock must never brick a boot.
+//     Operator tools set [Options].RefuseUnreadable: their own key may be
+//     the wrong one, so they refuse it until it is stale by its age, as
+//     [Inspect] and [Break] judge it;
 //   - otherwise a live foreign instance holds it: refuse and leave it
 //     untouched, or wait for it with [Options].WaitForStale.
 //
