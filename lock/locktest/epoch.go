@@ -189,13 +189,7 @@ func testGarbageEpoch(t *testing.T, e *env) {
 		{"EpochZero", func(st *store.Store) { e.writeEpoch(st, []byte(`{"epoch":0}`)) }},
 		{"EpochNegative", func(st *store.Store) { e.writeEpoch(st, []byte(`{"epoch":-3}`)) }},
 		{"NotSealed", func(st *store.Store) {
-			key, err := st.Internal().Key(lock.EpochName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.b.Put(e.ctx(), key, []byte("garbage, not an envelope"), backend.PutOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			e.writeGarbage(st, lock.EpochName)
 		}},
 	}
 	for _, c := range cases {

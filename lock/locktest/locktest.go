@@ -415,13 +415,7 @@ func testUnreadable(t *testing.T, e *env) {
 			e.writeRecord(st, rec)
 		}},
 		{"NotSealed", func(st *store.Store) {
-			key, err := st.Internal().Key(lock.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := e.b.Put(e.ctx(), key, []byte("garbage, not an envelope"), backend.PutOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			e.writeGarbage(st, lock.Name)
 		}},
 	}
 	for _, c := range cases {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -22,6 +23,19 @@ func (e *env) writeUnreadable(st *store.Store, id string) store.Info {
 		e.t.Fatal(err)
 	}
 	return e.writeRecord(o, foreign(id))
+}
+
+// writeGarbage puts bytes that are not an envelope at the reserved name
+// on st, straight through the backend.
+func (e *env) writeGarbage(st *store.Store, name string) {
+	e.t.Helper()
+	key, err := st.Internal().Key(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.b.Put(e.ctx(), key, []byte("garbage, not an envelope"), backend.PutOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // lockVersion is the version of the lock object on st ("" when absent).
