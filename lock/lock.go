@@ -90,6 +90,25 @@ func (l *Lock) Record() Record {
 // Mode returns how the lock is enforced on this store.
 func (l *Lock) Mode() Mode { return l.mode }
 
+// Guards reports whether l is the lock of st: the same backend and the
+// same key prefix (root). Code that writes under the lock's protection, such
+// as the migration runner, checks it so that a lock held on one store does
+// not license writes to another.
+func (l *Lock) Guards(st *store.Store) bool {
+	return st != nil && st.KeyPrefix() == l.st.KeyPrefix() && sameBackend(st.Backend(), l.st.Backend())
+}
+
+// sameBackend compares two backends by identity; a backend of a
+// non-comparable type is never the same.
+func sameBackend(a, b backend.Backend) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
 // Err returns nil while the lock is held, a *LostError (matching ErrLost)
 // once it is lost, and ErrReleased after Release. It satisfies store.Fence:
 // a store view made with st.WithFence(l) refuses writes once Err is not

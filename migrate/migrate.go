@@ -198,7 +198,7 @@ func Applied(ctx context.Context, st *store.Store) ([]Record, error) {
 // pending.
 func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opts Options) (Result, error) {
 	var res Result
-	if err := held(l); err != nil {
+	if err := held(l, st); err != nil {
 		return res, err
 	}
 	if err := validate(ms); err != nil {
@@ -266,7 +266,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 				"instance", prev.InstanceID, "epoch", prev.Epoch, "attempts", prev.Attempts, "previous_error", prev.Error)
 			res.Rerun = append(res.Rerun, m.ID)
 		}
-		if err := held(l); err != nil {
+		if err := held(l, st); err != nil {
 			return res, err
 		}
 		if err := runCtx.Err(); err != nil {
@@ -358,7 +358,7 @@ func MarkPending(ctx context.Context, l *lock.Lock, st *store.Store, id, note st
 }
 
 func resolve(ctx context.Context, l *lock.Lock, st *store.Store, id string, to State, note string) error {
-	if err := held(l); err != nil {
+	if err := held(l, st); err != nil {
 		return err
 	}
 	_, err := updateLog(ctx, st.WithFence(l), func(lg *logDoc) error {
@@ -379,12 +379,15 @@ func resolve(ctx context.Context, l *lock.Lock, st *store.Store, id string, to S
 	return nil
 }
 
-func held(l *lock.Lock) error {
+func held(l *lock.Lock, st *store.Store) error {
 	if l == nil {
 		return fmt.Errorf("migrations refused: %w: no lock given", ErrLockNotHeld)
 	}
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("migrations refused: %w: %w", ErrLockNotHeld, err)
+	}
+	if !l.Guards(st) {
+		return fmt.Errorf("migrations refused: %w: the lock given is the lock of another store (backend or root differs)", ErrLockNotHeld)
 	}
 	return nil
 }

@@ -150,6 +150,40 @@ func TestRun_WithoutHeldLock_RefusesAndWritesNothing(t *testing.T) {
 	}
 }
 
+// A lock held on one store does not license migrations on another.
+func TestRun_LockOfAnotherStore_RefusesAndWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	st, other := newStore(t), newStore(t)
+	l := acquire(t, other, "pod-a")
+	calls := 0
+	ms := []migrate.Migration{put("0001", "a", "1", &calls)}
+
+	_, err := migrate.Run(ctx, l, st, ms, migrate.Options{Logger: quietLogger()})
+	if !errors.Is(err, migrate.ErrLockNotHeld) || !strings.Contains(err.Error(), "another store") {
+		t.Fatalf("Run under another store's lock: err = %v, want ErrLockNotHeld saying so", err)
+	}
+	if calls != 0 {
+		t.Fatalf("Up called %d times under another store's lock", calls)
+	}
+	if err := migrate.MarkApplied(ctx, l, st, "0001", "by hand"); !errors.Is(err, migrate.ErrLockNotHeld) {
+		t.Fatalf("MarkApplied under another store's lock: err = %v, want ErrLockNotHeld", err)
+	}
+	if recs, err := migrate.Applied(ctx, st); err != nil || len(recs) != 0 {
+		t.Fatalf("log after refused calls: %v, %v; want empty", recs, err)
+	}
+
+	// Same backend, other root: another store too.
+	b := st.Backend()
+	rooted, err := store.Open(b, newEnvelope(t), store.Options{Root: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2 := acquire(t, rooted, "pod-b")
+	if _, err := migrate.Run(ctx, l2, st, ms, migrate.Options{Logger: quietLogger()}); !errors.Is(err, migrate.ErrLockNotHeld) {
+		t.Fatalf("Run under the lock of another root: err = %v, want ErrLockNotHeld", err)
+	}
+}
+
 func TestRun_PendingSteps_RunInOrderOnceAndAreRecorded(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
