@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -38,22 +39,27 @@ type S3Server struct {
 // backend/s3 cannot hide behind itself.
 func (s *S3Server) Minio(t testing.TB) *minio.Client {
 	t.Helper()
+	c, err := s.minio(transport(t))
+	if err != nil {
+		t.Fatalf("minio client for %s: %v", s.Name, err)
+	}
+	return c
+}
+
+// minio returns a minio-go client on the server with its credentials,
+// path-style, over tr.
+func (s *S3Server) minio(tr http.RoundTripper) (*minio.Client, error) {
 	u, err := url.Parse(s.Endpoint)
 	if err != nil {
-		t.Fatalf("%s endpoint %q: %v", s.Name, s.Endpoint, err)
+		return nil, fmt.Errorf("%s endpoint %q: %w", s.Name, s.Endpoint, err)
 	}
-	tr := transport(t)
-	c, err := minio.New(u.Host, &minio.Options{
+	return minio.New(u.Host, &minio.Options{
 		Transport:    tr,
 		Creds:        miniocreds.NewStaticV4(s.AccessKey, s.SecretKey, ""),
 		Secure:       u.Scheme == "https",
 		Region:       s.Region,
 		BucketLookup: minio.BucketLookupPath,
 	})
-	if err != nil {
-		t.Fatalf("minio client for %s: %v", s.Name, err)
-	}
-	return c
 }
 
 // Ready reports whether the server answers a request signed with this
@@ -61,18 +67,7 @@ func (s *S3Server) Minio(t testing.TB) *minio.Client {
 // know the credentials — another test's server that won the race for the
 // port — is not ready.
 func (s *S3Server) Ready(ctx context.Context) error {
-	u, err := url.Parse(s.Endpoint)
-	if err != nil {
-		return err
-	}
-	tr := &http.Transport{DisableKeepAlives: true}
-	c, err := minio.New(u.Host, &minio.Options{
-		Transport:    tr,
-		Creds:        miniocreds.NewStaticV4(s.AccessKey, s.SecretKey, ""),
-		Secure:       u.Scheme == "https",
-		Region:       s.Region,
-		BucketLookup: minio.BucketLookupPath,
-	})
+	c, err := s.minio(&http.Transport{DisableKeepAlives: true})
 	if err != nil {
 		return err
 	}
