@@ -170,21 +170,11 @@ func jsonNum(n uint64) string {
 }
 
 func testGarbageEpoch(t *testing.T, e *env) {
-	other, err := newAgeSealer()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name  string
 		write func(st *store.Store)
 	}{
-		{"SealedToAnotherIdentity", func(st *store.Store) {
-			o, err := store.Open(e.b, other, store.Options{Root: st.Root()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.writeEpoch(o, []byte(`{"epoch":41}`))
-		}},
+		{"SealedToAnotherIdentity", func(st *store.Store) { e.writeEpoch(e.otherKeyStore(st), []byte(`{"epoch":41}`)) }},
 		{"NotJSON", func(st *store.Store) { e.writeEpoch(st, []byte("{not json")) }},
 		{"EpochZero", func(st *store.Store) { e.writeEpoch(st, []byte(`{"epoch":0}`)) }},
 		{"EpochNegative", func(st *store.Store) { e.writeEpoch(st, []byte(`{"epoch":-3}`)) }},

@@ -389,21 +389,11 @@ func testReusedPID(t *testing.T, e *env) {
 }
 
 func testUnreadable(t *testing.T, e *env) {
-	other, err := newAgeSealer()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		name  string
 		write func(st *store.Store)
 	}{
-		{"SealedToAnotherIdentity", func(st *store.Store) {
-			o, err := store.Open(e.b, other, store.Options{Root: st.Root()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.writeRecord(o, foreign("pod-a"))
-		}},
+		{"SealedToAnotherIdentity", func(st *store.Store) { e.writeUnreadable(st, "pod-a") }},
 		{"NotALockRecord", func(st *store.Store) {
 			if _, err := st.Internal().Put(e.ctx(), lock.Name, []byte("{not json"), store.PutOptions{}); err != nil {
 				t.Fatal(err)

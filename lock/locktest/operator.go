@@ -14,6 +14,13 @@ import (
 // a live instance whose key this one lacks would, and returns its version.
 func (e *env) writeUnreadable(st *store.Store, id string) store.Info {
 	e.t.Helper()
+	return e.writeRecord(e.otherKeyStore(st), foreign(id))
+}
+
+// otherKeyStore returns a store on st's backend and root that seals to a
+// fresh identity of its own: what it writes, st cannot open.
+func (e *env) otherKeyStore(st *store.Store) *store.Store {
+	e.t.Helper()
 	other, err := newAgeSealer()
 	if err != nil {
 		e.t.Fatal(err)
@@ -22,7 +29,7 @@ func (e *env) writeUnreadable(st *store.Store, id string) store.Info {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.writeRecord(o, foreign(id))
+	return o
 }
 
 // writeGarbage puts bytes that are not an envelope at the reserved name
