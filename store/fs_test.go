@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
@@ -84,7 +83,6 @@ func TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix(t *testing.T
 }
 
 func TestUpdate_FS_ConcurrentWriters_NoUpdateLost(t *testing.T) {
-	ctx := t.Context()
 	b, err := fsbackend.New(t.TempDir(), fsbackend.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,19 +93,8 @@ func TestUpdate_FS_ConcurrentWriters_NoUpdateLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	const writers, each = 4, 5
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for range each {
-				if _, err := s.Update(ctx, "counter", increment); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	got, _, err := s.Get(ctx, "counter")
-	if err != nil || string(got) != strconv.Itoa(writers*each) {
-		t.Fatalf("counter = %q, %v after %d concurrent increments on fs", got, err, writers*each)
+	got := incrementConcurrently(t, s, writers, each)
+	if string(got) != strconv.Itoa(writers*each) {
+		t.Fatalf("counter = %q after %d concurrent increments on fs", got, writers*each)
 	}
 }

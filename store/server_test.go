@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/minio/minio-go/v7"
@@ -174,7 +173,6 @@ func testRawGuard(t *testing.T, u s3Under) {
 }
 
 func testRawConcurrentUpdates(t *testing.T, u s3Under, cas bool) {
-	ctx := t.Context()
 	if u.b.Capabilities().ConditionalWrites != cas {
 		t.Fatalf("backend conditional writes = %v, want %v", u.b.Capabilities().ConditionalWrites, cas)
 	}
@@ -183,21 +181,7 @@ func testRawConcurrentUpdates(t *testing.T, u s3Under, cas bool) {
 		t.Fatal(err)
 	}
 	const writers, each = 4, 5
-	var wg sync.WaitGroup
-	for range writers {
-		wg.Go(func() {
-			for range each {
-				if _, err := s.Update(ctx, "counter", increment); err != nil {
-					t.Error(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	got, _, err := s.Get(ctx, "counter")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := incrementConcurrently(t, s, writers, each)
 	if cas {
 		if string(got) != fmt.Sprint(writers*each) {
 			t.Errorf("counter = %s after %d concurrent compare-and-swap increments", got, writers*each)

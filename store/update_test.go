@@ -21,30 +21,37 @@ func increment(old []byte, exists bool) ([]byte, error) {
 	return []byte(strconv.Itoa(n + 1)), nil
 }
 
-func TestUpdate_ConcurrentWriters_NoUpdateLost(t *testing.T) {
+// incrementConcurrently runs writers goroutines that each apply increment
+// to "counter" each times through Update, fails the test on any Update
+// error, and returns the stored counter.
+func incrementConcurrently(t *testing.T, s *store.Store, writers, each int) []byte {
+	t.Helper()
 	ctx := t.Context()
-	s, _ := newStore(t, store.Options{UpdateAttempts: 1000})
-	const writers, each = 8, 10
 	var wg sync.WaitGroup
-	errs := make(chan error, writers*each)
 	for range writers {
 		wg.Go(func() {
 			for range each {
 				if _, err := s.Update(ctx, "counter", increment); err != nil {
-					errs <- err
+					t.Error(err)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if t.Failed() {
+		t.FailNow()
 	}
 	got, _, err := s.Get(ctx, "counter")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestUpdate_ConcurrentWriters_NoUpdateLost(t *testing.T) {
+	s, _ := newStore(t, store.Options{UpdateAttempts: 1000})
+	const writers, each = 8, 10
+	got := incrementConcurrently(t, s, writers, each)
 	if string(got) != strconv.Itoa(writers*each) {
 		t.Fatalf("counter = %s after %d concurrent increments", got, writers*each)
 	}
