@@ -163,7 +163,10 @@ func testRefusalWording(t *testing.T, e *env) {
 // with a long window (and heartbeating accordingly) is not taken over, nor
 // reported stale, nor broken without force, by someone with a short one.
 func testHolderStaleWindow(t *testing.T, e *env) {
-	short, long := e.h.StaleAfter, 3*e.h.StaleAfter
+	// pod-a heartbeats every two short windows, so its lock is older than
+	// the short window (and still live under its own) for more than a
+	// third of each cycle, even with second-resolution server times.
+	short, long := e.h.StaleAfter, 4*e.h.StaleAfter
 	st := e.store(nil)
 	oa := e.opts("pod-a")
 	oa.StaleAfter, oa.HeartbeatInterval = long, long/2
@@ -171,8 +174,7 @@ func testHolderStaleWindow(t *testing.T, e *env) {
 	if got := a.Record().StaleAfter; got != long {
 		t.Fatalf("the record carries stale window %s, want the holder's %s", got, long)
 	}
-	// pod-a heartbeats every 1.5 short windows: wait until its lock is
-	// older than the short window.
+	// Wait until pod-a's lock is older than the short window.
 	var s lock.Status
 	eventually(t, 2*long, "the holder's heartbeat grows older than the short window", func() bool {
 		s = e.status(st)
@@ -196,10 +198,10 @@ func testHolderStaleWindow(t *testing.T, e *env) {
 	// The other way round: a judge with a longer window than the holder
 	// recorded keeps its own.
 	ob := e.opts("pod-b")
-	ob.StaleAfter = 4 * e.h.StaleAfter
+	ob.StaleAfter = 2 * long
 	_, err = lock.Acquire(e.ctx(), st, ob)
-	if he := wantHeld(t, err, "pod-a"); he.StaleAfter != 4*e.h.StaleAfter {
-		t.Fatalf("refusal judged with %s, want the acquirer's own %s", he.StaleAfter, 4*e.h.StaleAfter)
+	if he := wantHeld(t, err, "pod-a"); he.StaleAfter != 2*long {
+		t.Fatalf("refusal judged with %s, want the acquirer's own %s", he.StaleAfter, 2*long)
 	}
 	// A record without a window (an older version's) is judged with the
 	// judge's own: every case that writes foreign() covers it.
