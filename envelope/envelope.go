@@ -102,7 +102,7 @@ func New(identities []age.Identity, recipients []age.Recipient, opts ...Option) 
 		}
 		if s := recipientString(r); s == "" || !own[s] {
 			own[s] = true
-			e.recipients = append(e.recipients, r)
+			e.recipients = append(e.recipients, fastRecipient(r))
 		}
 	}
 	if len(e.keys) > maxKeyStanzas {
@@ -117,7 +117,7 @@ func New(identities []age.Identity, recipients []age.Recipient, opts ...Option) 
 			continue
 		}
 		e.contentBound = true
-		e.recipients = append(e.recipients, r)
+		e.recipients = append(e.recipients, fastRecipient(r))
 	}
 	if hasPassphrase && (len(identities) > 1 || len(e.recipients) > 1) {
 		return nil, fmt.Errorf("%w: a passphrase identity must be the only identity and recipient (age cannot mix scrypt with other recipients)", ErrInvalidIdentity)
