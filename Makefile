@@ -47,4 +47,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime $(FUZZTIME) ./store
 	$(GO) test -run '^$$' -fuzz '^FuzzDiskPath$$' -fuzztime $(FUZZTIME) ./backend/fs
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./lock
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEpoch$$' -fuzztime $(FUZZTIME) ./lock
+	$(GO) test -run '^$$' -fuzz '^FuzzParseName$$' -fuzztime $(FUZZTIME) ./lock

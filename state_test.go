@@ -215,7 +215,7 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.Break(ctx, raw, lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
+	if _, err := lock.Break(ctx, raw, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
@@ -239,7 +239,7 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 	if !errors.Is(err, lock.ErrLost) || !strings.Contains(err.Error(), "left to its new holder") {
 		t.Fatalf("Close = %v, want lock.ErrLost", err)
 	}
-	s, err := lock.Inspect(ctx, raw, time.Second)
+	s, err := lock.Inspect(ctx, raw, &lock.InspectOptions{StaleAfter: time.Second})
 	if err != nil || !s.Present || s.Record.InstanceID != "pod-b" || s.Record.AcquisitionID != other.Record().AcquisitionID {
 		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
 	}
@@ -263,7 +263,7 @@ func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lock.Break(ctx, raw, lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: 2 * time.Hour}); err != nil {
+	if _, err := lock.Break(ctx, raw, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
@@ -276,7 +276,7 @@ func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *te
 	if !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Close = %v, want an error matching lock.ErrLost", err)
 	}
-	s, err := lock.Inspect(ctx, raw, 2*time.Hour)
+	s, err := lock.Inspect(ctx, raw, &lock.InspectOptions{StaleAfter: 2*time.Hour})
 	if err != nil || !s.Present || s.Record.AcquisitionID != other.Record().AcquisitionID {
 		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
 	}

@@ -51,6 +51,11 @@ type Object struct {
 	// ModTime is when the object was last written, on the storage's clock.
 	// Its resolution depends on the backend (one second on S3).
 	ModTime time.Time
+	// Now is the storage's clock when it answered the request that
+	// produced this Object (Get, Put, and each page of List); zero where
+	// the backend cannot tell. On S3 it is the response's Date header.
+	// Callers judge an object's age as Now − ModTime, on one clock.
+	Now time.Time
 }
 
 // PutOptions are the conditions of a Put. The zero value is an
@@ -118,4 +123,22 @@ type Backend interface {
 
 	// Now returns the current time on the storage's clock.
 	Now(ctx context.Context) (time.Time, error)
+}
+
+// Resolver is implemented by backends whose capabilities are found by
+// asking the storage (the S3 backend's conditional-write probe). Before
+// ResolveCapabilities, Capabilities reports no conditional writes.
+type Resolver interface {
+	// ResolveCapabilities finds the capabilities (once; later calls
+	// return the first result) and returns them.
+	ResolveCapabilities(ctx context.Context) (Capabilities, error)
+}
+
+// ResolveCapabilities returns b's capabilities, resolving them first when b
+// is a [Resolver].
+func ResolveCapabilities(ctx context.Context, b Backend) (Capabilities, error) {
+	if r, ok := b.(Resolver); ok {
+		return r.ResolveCapabilities(ctx)
+	}
+	return b.Capabilities(), nil
 }

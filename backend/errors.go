@@ -14,4 +14,12 @@ var (
 	ErrUnsupported = errors.New("operation not supported by this backend")
 	// ErrInvalidKey means a key was refused before any storage was touched.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrPermission means the storage refused the operation for lack of
+	// permission (access denied, a read-only file system): retrying will
+	// not help.
+	ErrPermission = errors.New("permission denied by the storage")
+	// ErrCorrupt means the object exists but the backend's own framing of
+	// it is damaged (the fs backend's object-file header), so its bytes
+	// cannot be returned.
+	ErrCorrupt = errors.New("object corrupt in storage")
 )

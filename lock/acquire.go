@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -13,267 +15,278 @@ import (
 	"github.com/google/uuid"
 )
 
-// maxAttempts bounds how often Acquire re-reads the lock after a conflict
-// or an ambiguous write failure before giving up.
-const maxAttempts = 8
+// maxConflicts bounds how often Acquire starts over after a conflict, an
+// ambiguous write failure or an abandoned attempt before giving up. Waiting
+// for a live holder, watching a record and backing off from a racing
+// acquirer do not count.
+const maxConflicts = 8
 
 // Acquire takes the instance lock of st, or refuses with a *HeldError
-// (errors.Is(err, ErrHeld)) naming the live foreign holder, whose lock it
-// leaves untouched. st must be an unfenced store: the lock writes its own
-// object through st.Internal(). ctx bounds the acquisition only; the lock,
-// once held, lives until [Lock.Release] or until it is lost.
+// (errors.Is(err, ErrHeld)) naming the live holder, whose lock it leaves
+// untouched. st must be an unfenced store: the lock writes its own objects
+// through st.Internal(). ctx bounds the acquisition only; the lock, once
+// held, lives until [Lock.Release] or until it is lost.
 //
-// The rules, in order, for a lock object found on the store:
+// The rules (docs/adr/0019): a lock that is stale on the storage's clock
+// (cross-checked, see the ADR), or watched unchanged for the whole stale
+// window, is taken over; so is a lock whose holder ran in this PID space
+// and is dead or whose PID was reused. A live holder in this PID space is
+// refused — as a duplicate instance id when it has ours. A holder with our
+// instance id that cannot be probed (another host or PID namespace) is
+// watched for one heartbeat and a half: taken over if it did not refresh
+// its record, refused as a duplicate if it did. An unreadable lock (a key
+// this process does not hold, garbage, a corrupt object file) is refused
+// until it is stale, then taken over with a warning. Otherwise the lock is
+// held by a live instance: refused, or waited for with
+// Options.WaitForStale.
 //
-//   - it carries our acquisition id: ours already (our write landed but its
-//     answer was lost);
-//   - same instance id: ours from a previous life (a crash-restarted
-//     container keeps its hostname): taken over at once;
-//   - not refreshed for StaleAfter (or for the longer window its holder
-//     recorded), on the storage's clock: taken over;
-//   - written from our PID space (same host, boot and PID namespace) by a
-//     process that is dead, or whose PID now belongs to a process started at
-//     another time: taken over at once;
-//   - unreadable (wrong key, garbage): taken over with a warning, so that
-//     the lock never bricks a boot; with Options.RefuseUnreadable (operator
-//     tools) only once stale, and refused with a *HeldError before;
-//   - otherwise: held by a live foreign instance; refused, or waited for
-//     with Options.WaitForStale.
-//
-// On a backend with conditional writes every write is compare-and-swap and
-// two acquirers can never both win. Without them (ModeAdvisory) the lock
-// is written unconditionally and read back after Options.SettleDelay: a
-// tripwire against a second instance, not consensus.
+// The protocol depends on the backend (docs/adr/0019, 0020): compare-and-swap
+// where it enforces put and delete conditions, claims otherwise. Either way
+// every acquisition whose fence opens has an epoch one above every earlier
+// one.
 func Acquire(ctx context.Context, st *store.Store, opts Options) (*Lock, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
+	in := st.Internal()
+	caps, err := backend.ResolveCapabilities(ctx, in.Backend())
+	if err != nil {
+		return nil, fmt.Errorf("lock: acquire: %w", err)
+	}
+	mode := o.Mode
+	switch {
+	case mode == ModeCAS && !caps.ConditionalWrites:
+		return nil, fmt.Errorf("lock: acquire: compare-and-swap mode asked for, but the backend has no conditional writes: %w", backend.ErrUnsupported)
+	case mode == "" && caps.ConditionalWrites:
+		mode = ModeCAS
+	case mode == "":
+		mode = ModeClaims
+	}
 	hostname, _ := os.Hostname()
 	a := &acquirer{
-		st:       st.Internal(),
+		st:       in,
+		scan:     scanner{st: in},
 		o:        o,
 		log:      o.Logger.With("instance", o.InstanceID),
 		self:     selfProcess(),
 		hostname: hostname,
-		id:       uuid.NewString(),
+		mode:     mode,
+		seen:     watcher{},
 	}
-	if st.ConditionalWrites() {
-		a.mode = ModeCAS
-	} else {
-		a.mode = ModeAdvisory
+	if mode == ModeCAS {
+		return a.acquireCAS(ctx)
 	}
-	return a.run(ctx)
+	return a.acquireClaims(ctx)
 }
 
 type acquirer struct {
 	st       *store.Store
+	scan     scanner
 	o        Options
 	log      *slog.Logger
 	self     process
 	hostname string
-	id       string
 	mode     Mode
+	seen     watcher
+	// mine are this acquisition's attempts (claims mode): their claims
+	// are ours to delete wherever they turn up.
+	mine map[string]bool
+	// backoffs counts the back-offs from racing acquirers.
+	backoffs int
 }
 
-// takeover is a decision to write our record over what was observed.
-type takeover struct {
-	reason string // empty for a fresh lock
-	warn   bool   // log as a warning (unreadable lock)
-}
-
-func (a *acquirer) run(ctx context.Context) (*Lock, error) {
-	var lastErr error
-	var firstWrite time.Time // start of our first write: the oldest our record can be
-	var lastHeld *HeldError  // the live holder we are waiting for, with WaitForStale
-	var saved *savedEpoch    // the saved epoch, when the last look found no readable lock
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		obs, err := observe(ctx, a.st, true)
-		if err != nil {
-			if lastHeld != nil && ctx.Err() != nil {
-				return nil, waitErr(ctx, lastHeld)
-			}
-			return nil, err
-		}
-		if obs.readable && obs.rec.AcquisitionID == a.id {
-			// Our write landed; its answer was lost or a rival's read-back
-			// raced ours. Either way the object on the store is ours.
-			a.log.Info("state lock acquired (our earlier write had landed)", "epoch", obs.rec.Epoch, "mode", a.mode)
-			return newLock(a, obs.rec, obs.info.Version, firstWrite, saved), nil
-		}
-		t, held := a.decide(obs)
-		if held != nil {
-			if !a.o.WaitForStale {
-				return nil, held
-			}
-			lastHeld = held
-			if err := a.wait(ctx, held); err != nil {
-				return nil, err
-			}
-			attempt-- // waiting is not a failed attempt
-			continue
-		}
-		saved = nil
-		if !obs.readable {
-			// No lock record to count from: the epoch of the last lock
-			// released or broken is saved in its own object.
-			s, err := readEpoch(ctx, a.st, a.log)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, fmt.Errorf("lock: acquire: %w", ctx.Err())
-				}
-				a.log.Warn("reading the saved lock epoch failed; reading the lock again", "err", err)
-				lastErr = err
-				continue
-			}
-			saved = &s
-		}
-		if firstWrite.IsZero() {
-			firstWrite = time.Now()
-		}
-		rec, info, err := a.write(ctx, obs, saved)
-		switch {
-		case err == nil:
-		case errors.Is(err, backend.ErrPreconditionFailed):
-			// Someone else wrote in between, or our write landed and a
-			// retry reported the conflict: look again.
-			lastErr = err
-			continue
-		case ctx.Err() != nil:
-			return nil, fmt.Errorf("lock: acquire: %w", ctx.Err())
-		case errors.Is(err, backend.ErrUnsupported), errors.Is(err, store.ErrFenced),
-			errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrInvalidName):
-			return nil, fmt.Errorf("lock: acquire: %w", err) // no retry mends these
-		default:
-			// The write may or may not have landed; a new look tells.
-			a.log.Warn("state lock write failed; reading it again", "err", err)
-			lastErr = err
-			continue
-		}
-		if a.mode == ModeAdvisory && a.o.SettleDelay > 0 {
-			ok, err := a.readBack(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				lastErr = errors.New("another instance wrote the lock during the settle delay")
-				continue
-			}
-		}
-		l := newLock(a, rec, info.Version, firstWrite, saved)
-		attrs := []any{"epoch", rec.Epoch, "mode", a.mode}
-		switch {
-		case t.warn:
-			a.log.Warn("state lock taken over: "+t.reason, attrs...)
-		case t.reason != "":
-			a.log.Info("state lock taken over: "+t.reason, attrs...)
-		default:
-			a.log.Info("state lock acquired", attrs...)
-		}
-		return l, nil
-	}
-	return nil, fmt.Errorf("lock: acquire: gave up after %d attempts: %w", maxAttempts, lastErr)
-}
-
-// decide applies the takeover rules to an observation: a takeover to write,
-// or the refusal.
-func (a *acquirer) decide(obs observation) (takeover, *HeldError) {
-	window := obs.window(a.o.StaleAfter)
-	switch {
-	case !obs.present:
-		return takeover{}, nil
-	case !obs.readable && !a.o.RefuseUnreadable:
-		return takeover{reason: fmt.Sprintf("the lock object is unreadable (%v); the lock must never brick a boot", obs.why), warn: true}, nil
-	case !obs.readable && obs.age >= window:
-		return takeover{reason: fmt.Sprintf("the lock object is unreadable (%v) and stale: last written %s ago, stale after %s", obs.why, roundAge(obs.age), window), warn: true}, nil
-	case !obs.readable:
-		return takeover{}, obs.held(window, a.o.Refusal)
-	case obs.rec.InstanceID == a.o.InstanceID:
-		return takeover{reason: fmt.Sprintf("it was held by this instance id (pid %d on %s, heartbeat %s ago): a restart", obs.rec.PID, obs.rec.Hostname, roundAge(obs.age))}, nil
-	case obs.age >= window:
-		return takeover{reason: fmt.Sprintf("it was stale: %q (pid %d on %s) last refreshed it %s ago, stale after %s", obs.rec.InstanceID, obs.rec.PID, obs.rec.Hostname, roundAge(obs.age), window)}, nil
-	}
-	switch l := probeHolder(a.self, a.hostname, obs.rec); l {
-	case dead, reused:
-		return takeover{reason: fmt.Sprintf("its holder %q (pid %d) on this host is gone (%s)", obs.rec.InstanceID, obs.rec.PID, l)}, nil
-	}
-	return takeover{}, obs.held(window, a.o.Refusal)
-}
-
-// write puts our record over what obs saw: compare-and-swap in ModeCAS,
-// unconditionally in ModeAdvisory. Its epoch is one more than that of the
-// record obs read or, when there was none readable, than the saved epoch.
-func (a *acquirer) write(ctx context.Context, obs observation, saved *savedEpoch) (Record, store.Info, error) {
+// record is this process's lock record for one attempt.
+func (a *acquirer) record(acq, state string, epoch uint64) Record {
 	now := time.Now().UTC()
-	rec := Record{
-		InstanceID:    a.o.InstanceID,
-		Hostname:      a.hostname,
-		PID:           a.self.pid,
-		ProcessStart:  a.self.start,
-		ProcessScope:  a.self.scope,
-		AcquiredAt:    now,
-		Heartbeat:     now,
-		Epoch:         1,
-		Mode:          a.mode,
-		StaleAfter:    a.o.StaleAfter,
-		AcquisitionID: a.id,
+	return Record{
+		InstanceID:        a.o.InstanceID,
+		Hostname:          a.hostname,
+		PID:               a.self.pid,
+		ProcessStartTicks: a.self.ticks,
+		ProcessStart:      a.self.start,
+		ProcessScope:      a.self.scope,
+		AcquiredAt:        now,
+		Heartbeat:         now,
+		Epoch:             epoch,
+		Mode:              a.mode,
+		State:             state,
+		StaleAfter:        a.o.StaleAfter,
+		HeartbeatInterval: a.o.HeartbeatInterval,
+		AcquisitionID:     acq,
 	}
-	switch {
-	case obs.readable:
-		rec.Epoch = obs.rec.Epoch + 1
-	case saved != nil:
-		rec.Epoch = saved.epoch + 1
+}
+
+// request bounds one of the lock's requests.
+func (a *acquirer) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, a.o.RequestTimeout)
+}
+
+// decision is the outcome of judging everything a look found.
+type decision struct {
+	kind verdictKind // vTake means "go ahead"
+	// held is the refusal (vRefuse), or what is being watched (vWatch).
+	held    *HeldError
+	recheck time.Duration
+	// takeovers are the records we may take over or clean up, with why.
+	takeovers []takenOver
+	// backoff: another acquisition is in progress; start over later.
+	backoff bool
+}
+
+type takenOver struct {
+	e      *entry
+	reason string
+	warn   bool
+}
+
+// decide judges every record of v other than our own acquisition's (own
+// is the acquisition id of our current attempt, ignored): any live holder
+// refuses; anything undecided is watched; an intent of another live
+// acquisition makes us back off.
+func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, error) {
+	now := time.Now()
+	d := decision{kind: vTake}
+	consider := func(e *entry) error {
+		if !e.read {
+			gone, err := a.scan.read(ctx, e)
+			if err != nil {
+				return err
+			}
+			if gone {
+				return nil
+			}
+		}
+		vd := a.judge(e, now)
+		switch vd.kind {
+		case vRefuse:
+			if d.kind != vRefuse {
+				d.kind, d.held, d.recheck = vRefuse, vd.held, vd.recheck
+			}
+		case vWatch:
+			if d.kind == vTake {
+				d.kind, d.held, d.recheck = vWatch, vd.held, vd.recheck
+			} else if d.kind == vWatch {
+				d.recheck = min(d.recheck, vd.recheck)
+			}
+		case vTake:
+			d.takeovers = append(d.takeovers, takenOver{e: e, reason: vd.reason, warn: vd.warn})
+		}
+		return nil
 	}
-	data, err := rec.encode()
+	for _, e := range v.records() {
+		if e.acq != "" && (e.acq == own || a.mine[e.acq]) {
+			continue
+		}
+		if e.kind == kindLock && a.mode == ModeCAS {
+			continue // the caller judges the object it will replace
+		}
+		if err := consider(e); err != nil {
+			return decision{}, err
+		}
+	}
+	for _, e := range v.unknown {
+		// A name the lock did not write: reported, and judged as an
+		// unreadable lock (by its age), never trusted.
+		a.log.Warn("state lock: an object under the lock's prefix has a name the lock does not write; judged as an unreadable lock", "object", e.name)
+		e.read, e.why = true, fmt.Errorf("%w: a name the lock does not write", errMalformed)
+		if err := consider(e); err != nil {
+			return decision{}, err
+		}
+	}
+	for _, e := range v.intents {
+		if e.acq == own || a.mine[e.acq] {
+			continue
+		}
+		if a.intentLive(e, now) {
+			d.backoff = true
+		}
+	}
+	return d, nil
+}
+
+// intentLive reports whether an intent claim of another acquisition still
+// counts: younger than the intent window on the storage's clock, or of
+// unknown age and not yet watched for the window.
+func (a *acquirer) intentLive(e *entry, now time.Time) bool {
+	unchanged, _ := a.seen.observe(e, now)
+	if e.anomaly {
+		return unchanged < a.o.IntentWindow
+	}
+	return e.age < a.o.IntentWindow && unchanged < a.o.IntentWindow
+}
+
+// nextEpoch is one above every epoch in sight: the highest marker, every
+// readable record and, on a store with no marker yet, the legacy saved
+// epoch.
+func (a *acquirer) nextEpoch(ctx context.Context, v view) (uint64, error) {
+	top, from := v.maxMarker(), "epoch marker"
+	if len(v.markers) > 0 {
+		from = v.markers[len(v.markers)-1].name
+	}
+	for _, e := range v.records() {
+		if e.readable && e.rec.Epoch > top {
+			top, from = e.rec.Epoch, e.name
+		}
+	}
+	if len(v.markers) == 0 && v.legacy != nil {
+		data, _, err := a.st.Get(ctx, legacyEpochName)
+		switch {
+		case errors.Is(err, store.ErrUnreadable):
+			a.log.Warn("state lock: the legacy saved epoch does not open; counting from what else is in sight", "object", legacyEpochName, "err", unwrapStore(err))
+		case errors.Is(err, backend.ErrNotFound):
+		case err != nil:
+			return 0, fmt.Errorf("lock: read %s: %w", legacyEpochName, err)
+		default:
+			n, derr := decodeLegacyEpoch(data)
+			if derr != nil {
+				a.log.Warn("state lock: the legacy saved epoch is not an epoch record; counting from what else is in sight", "object", legacyEpochName, "err", derr)
+			} else if n > top {
+				top, from = n, legacyEpochName
+			}
+		}
+	}
+	if top == math.MaxUint64 {
+		return 0, fmt.Errorf("lock: acquire: %s holds epoch %d, the largest there is; remove it if it was written by hand: %w", from, top, ErrEpochExhausted)
+	}
+	return top + 1, nil
+}
+
+// writeMarker records that epoch e was confirmed (if absent where the
+// backend has conditions).
+func (a *acquirer) writeMarker(ctx context.Context, e uint64, acq string) error {
+	data, err := encodeMarker(e, a.o.InstanceID, acq)
 	if err != nil {
-		return Record{}, store.Info{}, err
+		return err
 	}
 	var po store.PutOptions
-	if a.mode == ModeCAS {
-		if obs.present {
-			po.IfVersion = obs.info.Version
-		} else {
-			po.IfAbsent = true
-		}
+	if a.st.ConditionalWrites() {
+		po.IfAbsent = true
 	}
-	info, err := a.st.Put(ctx, Name, data, po)
-	if err != nil {
-		return Record{}, store.Info{}, fmt.Errorf("lock: write %s: %w", Name, err)
-	}
-	return rec, info, nil
-}
-
-// readBack waits for the settle delay and reports whether the lock object
-// still carries our acquisition id.
-func (a *acquirer) readBack(ctx context.Context) (bool, error) {
-	if err := sleep(ctx, a.o.SettleDelay); err != nil {
-		return false, fmt.Errorf("lock: acquire: %w", err)
-	}
-	obs, err := observe(ctx, a.st, false)
-	if err != nil {
-		return false, err
-	}
-	return obs.readable && obs.rec.AcquisitionID == a.id, nil
-}
-
-// wait sleeps until the held lock could have gone stale (or a heartbeat
-// interval, whichever is shorter, to notice a release early).
-func (a *acquirer) wait(ctx context.Context, held *HeldError) error {
-	d := min(held.StaleIn, a.o.HeartbeatInterval)
-	d = max(d, 10*time.Millisecond)
-	a.log.Info("waiting for the state lock", "holder", held.holderName(), "pid", held.Holder.PID,
-		"heartbeat_age", roundAge(held.HeartbeatAge), "stale_in", roundAge(held.StaleIn))
-	if err := sleep(ctx, d); err != nil {
-		return waitErr(ctx, held)
+	rctx, cancel := a.request(ctx)
+	defer cancel()
+	if _, err := a.st.Put(rctx, markerName(e), data, po); err != nil {
+		return fmt.Errorf("lock: write epoch marker %d: %w", e, err)
 	}
 	return nil
 }
 
-func waitErr(ctx context.Context, held *HeldError) error {
-	return fmt.Errorf("lock: waiting for %s to release the lock or go stale: %w (last seen: %w)", held.holderName(), ctx.Err(), held)
+// permanent reports errors that no retry mends.
+func permanent(err error) bool {
+	for _, target := range []error{
+		backend.ErrUnsupported, backend.ErrPermission, store.ErrFenced, store.ErrTooLarge,
+		store.ErrInvalidName, store.ErrInvalidRoot, ErrEpochExhausted, backend.ErrInvalidKey,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// pause waits d (jittered by ±20 %), or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	d = time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -283,3 +296,53 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// backoff waits a random time that grows with the back-offs so far and with
+// how long the last attempt took, so that racing acquirers spread out.
+func (a *acquirer) backoff(ctx context.Context, attempt time.Duration) error {
+	a.backoffs++
+	base := max(2*attempt, 5*time.Millisecond) << min(a.backoffs-1, 5)
+	base = min(base, a.o.HeartbeatInterval)
+	return pause(ctx, time.Duration(rand.Int64N(int64(base))+1))
+}
+
+// wait handles a refusal under WaitForStale: it logs, sleeps and returns
+// nil to look again, or returns the refusal (or the context's end).
+func (a *acquirer) wait(ctx context.Context, d decision) error {
+	if !a.o.WaitForStale {
+		return d.held
+	}
+	a.log.Info("waiting for the state lock", "holder", d.held.holderName(), "pid", d.held.Holder.PID,
+		"duplicate", d.held.Duplicate, "heartbeat_age", roundAge(d.held.HeartbeatAge), "stale_in", roundAge(d.held.StaleIn))
+	if err := pause(ctx, d.recheck); err != nil {
+		return waitErr(ctx, d.held)
+	}
+	return nil
+}
+
+// watch sleeps until a watched record is looked at again.
+func (a *acquirer) watch(ctx context.Context, d decision) error {
+	a.log.Info("state lock: watching the lock before deciding", "holder", d.held.holderName(), "object", d.held.Object,
+		"duplicate_if_refreshed", d.held.Duplicate, "recheck", d.recheck)
+	if err := pause(ctx, d.recheck); err != nil {
+		return waitErr(ctx, d.held)
+	}
+	return nil
+}
+
+func waitErr(ctx context.Context, held *HeldError) error {
+	return fmt.Errorf("lock: waiting for %s to release the lock or go stale: %w (last seen: %w)", held.holderName(), context.Cause(ctx), held)
+}
+
+// logTakeovers reports what the acquisition replaced.
+func (a *acquirer) logTakeovers(ts []takenOver, attrs ...any) {
+	for _, t := range ts {
+		if t.warn {
+			a.log.Warn("state lock taken over: "+t.reason, attrs...)
+		} else {
+			a.log.Info("state lock taken over: "+t.reason, attrs...)
+		}
+	}
+}
+
+func newAcquisitionID() string { return uuid.NewString() }

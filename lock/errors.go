@@ -4,62 +4,79 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
 var (
-	// ErrHeld means a live foreign instance holds the lock. Errors that
-	// match it are *HeldError values, which name the holder.
+	// ErrHeld means a live instance holds the lock: a foreign one, a
+	// duplicate with our instance id, or one whose lock this process
+	// cannot read. Errors that match it are *HeldError values.
 	ErrHeld = errors.New("state lock held by another instance")
-	// ErrLost means this instance held the lock and no longer does: another
-	// instance took it over, it was broken, or the heartbeat could not
-	// refresh it before the stale horizon. Errors that match it are
+	// ErrLost means this instance held the lock and no longer does:
+	// another instance took it over, it was broken, or no heartbeat could
+	// be confirmed before the stale horizon. Errors that match it are
 	// *LostError values.
 	ErrLost = errors.New("state lock lost")
 	// ErrReleased means the lock was released by its holder.
 	ErrReleased = errors.New("state lock released")
+	// ErrSuspended means the lock's lease ran out before a heartbeat
+	// could confirm it (the storage is slow or unreachable): writes are
+	// refused until one does. The lock is not lost yet.
+	ErrSuspended = errors.New("state lock not confirmed recently: writes paused until a heartbeat confirms it")
+	// ErrEpochExhausted means the fencing epoch would pass 2^64−1: an
+	// epoch marker with an absurd number was written by hand or forged.
+	ErrEpochExhausted = errors.New("state lock epoch exhausted")
 )
 
-// HeldError is the refusal to acquire (or break) a lock that a live foreign
-// instance holds, or, for operator tools, an unreadable lock that is not
-// yet stale and so may belong to one (then Unreadable is set and Holder is
-// zero). It matches [ErrHeld] with errors.Is.
+// HeldError is the refusal to acquire (or break) a lock that a live
+// instance holds. It carries facts only; callers add their own words
+// ("refusing to start: %w"). It matches [ErrHeld] with errors.Is.
 type HeldError struct {
-	// Holder is the record on the store; zero when Unreadable is set.
+	// Holder is the holder's record; zero when Unreadable is set.
 	Holder Record
-	// HeartbeatAge is how long ago the holder last refreshed the lock, on
-	// the storage's clock.
+	// Object is the state name of the lock object or claim refused on.
+	Object string
+	// Duplicate reports that the holder runs with our instance id and is
+	// alive (probed on this host) or kept heartbeating while watched.
+	Duplicate bool
+	// Unreadable says why the lock object could not be read (a key this
+	// process does not hold, garbage, a corrupt object file); Holder is
+	// then zero.
+	Unreadable string
+	// ClockAnomaly reports that the object's modification time is ahead
+	// of the storage's clock, so its age is unknown; it is judged by
+	// watching it instead.
+	ClockAnomaly bool
+	// HeartbeatAge is how long ago the lock was last written, on the
+	// storage's clock (zero when ClockAnomaly is set).
 	HeartbeatAge time.Duration
-	// StaleAfter is the horizon after which the lock counts as stale: the
-	// longer of the refuser's own and the one the holder recorded.
+	// StaleAfter is the window after which the lock counts as stale: the
+	// longer of the judge's own and the one the holder recorded.
 	StaleAfter time.Duration
 	// StaleIn is how long until the lock becomes stale if its holder stops
 	// refreshing it now.
 	StaleIn time.Duration
-	// Unreadable says why the lock object could not be read, when it was
-	// refused unread (a caller with Options.RefuseUnreadable, or [Break]);
-	// Holder is then zero: nobody can be named.
-	Unreadable string
-	// Refusal is what is refused, ending the message; empty means
-	// "refusing to start".
-	Refusal string
 }
 
-// Error names the holder, its PID, the heartbeat age and when the lock goes
-// stale, and says what is refused. For a lock refused unread it says why
-// it could not be read and that it may belong to a live instance instead
-// of naming a holder.
+// Error names the holder, its PID and host, the heartbeat age and when the
+// lock goes stale; for a duplicate it says so and what to do.
 func (e *HeldError) Error() string {
-	refusal := e.Refusal
-	if refusal == "" {
-		refusal = "refusing to start"
+	age := "last heartbeat " + roundAge(e.HeartbeatAge).String() + " ago"
+	if e.ClockAnomaly {
+		age = "last written at a time ahead of the storage's clock (age unknown; judged by watching it)"
 	}
-	if e.Unreadable != "" {
-		return fmt.Sprintf("state lock object could not be read with the configured identities (%s); last written %s ago, stale after %s (in %s): it may belong to a live instance; %s",
-			e.Unreadable, roundAge(e.HeartbeatAge), e.StaleAfter, roundAge(e.StaleIn), refusal)
+	horizon := fmt.Sprintf("stale after %s (in %s)", e.StaleAfter, roundAge(e.StaleIn))
+	switch {
+	case e.Unreadable != "":
+		return fmt.Sprintf("state lock held by an instance whose key this process does not hold (%s): %s, %s",
+			e.Unreadable, strings.Replace(age, "last heartbeat", "last written", 1), horizon)
+	case e.Duplicate:
+		return fmt.Sprintf("another live process uses this instance id: state lock held by %q (pid %d on host %s), %s, %s: give each instance its own instance id",
+			e.Holder.InstanceID, e.Holder.PID, e.Holder.Hostname, age, horizon)
 	}
-	return fmt.Sprintf("state lock held by %q (pid %d), last heartbeat %s ago, stale after %s (in %s): another instance is using this store; %s",
-		e.Holder.InstanceID, e.Holder.PID, roundAge(e.HeartbeatAge), e.StaleAfter, roundAge(e.StaleIn), refusal)
+	return fmt.Sprintf("state lock held by %q (pid %d on host %s), %s, %s",
+		e.Holder.InstanceID, e.Holder.PID, e.Holder.Hostname, age, horizon)
 }
 
 // holderName names the holder for logs and wrapped errors.
@@ -76,9 +93,9 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // LostError says why a held lock was lost. It matches [ErrLost] with
 // errors.Is.
 type LostError struct {
-	// Holder is the record found on the store in our place, when the
-	// heartbeat read one; nil when the lock was deleted, unreadable, or
-	// never read (lost by the stale horizon).
+	// Holder is the record found in our place, when one was read; nil
+	// when the lock was removed, unreadable, or never read (lost by the
+	// stale horizon).
 	Holder *Record
 	// Reason says what happened, in words.
 	Reason string

@@ -39,6 +39,10 @@ func ExampleAcquire() {
 	if errors.As(err, &held) {
 		fmt.Printf("second instance refused: held by %q\n", held.Holder.InstanceID)
 	}
+	_, err = lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: quiet})
+	if errors.As(err, &held) && held.Duplicate {
+		fmt.Println("same id again refused: a duplicate instance id")
+	}
 
 	if err := l.Release(ctx); err != nil {
 		fmt.Println(err)
@@ -48,6 +52,7 @@ func ExampleAcquire() {
 	// Output:
 	// held by pod-a, epoch 1, mode compare-and-swap
 	// second instance refused: held by "pod-a"
+	// same id again refused: a duplicate instance id
 	// write after release refused: true
 }
 
@@ -58,18 +63,20 @@ func ExampleInspect() {
 	env, _ := envelope.New([]age.Identity{id}, nil)
 	st, _ := store.Open(mem.New(mem.Options{NoConditionalWrites: true}), env, store.Options{})
 
-	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", SettleDelay: -1, Logger: slog.New(slog.DiscardHandler)})
+	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer l.Release(ctx)
-	s, err := lock.Inspect(ctx, st, 0)
+	s, err := lock.Inspect(ctx, st, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("present=%v stale=%v holder=%s mode=%s epoch=%d\n", s.Present, s.Stale, s.Record.InstanceID, s.Record.Mode, s.Record.Epoch)
+	fmt.Printf("holder=%s %s, mode %s, epoch %d\n", s.Record.InstanceID, s.Liveness, s.Mode, s.Record.Epoch)
+	fmt.Println("a boot with another id would:", s.NextBoot[:len("refuse to start")])
 	// Output:
-	// present=true stale=false holder=pod-a mode=advisory epoch=1
+	// holder=pod-a live, mode claims, epoch 1
+	// a boot with another id would: refuse to start
 }

@@ -105,14 +105,16 @@ func measureHTTP(t *testing.T, srv *testutil.S3Server, wantAcquire, wantBeat, wa
 		t.Fatal(err)
 	}
 	acquire := counter.take()
-	s0, err := lock.Inspect(ctx, watch, time.Minute)
+	time.Sleep(300 * time.Millisecond) // the acquisition's clean-up, in the background
+	cleanup := counter.take()
+	s0, err := lock.Inspect(ctx, watch, &lock.InspectOptions{StaleAfter: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	counter.take()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s, err := lock.Inspect(ctx, watch, time.Minute)
+		s, err := lock.Inspect(ctx, watch, &lock.InspectOptions{StaleAfter: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,13 +139,13 @@ func measureHTTP(t *testing.T, srv *testutil.S3Server, wantAcquire, wantBeat, wa
 	}
 	t.Cleanup(func() { _ = other.Release(context.Background()) })
 	counter.take()
-	if _, err := lock.Break(ctx, st, lock.BreakOptions{Holder: "pod-b", Force: true, Logger: logger}); err != nil {
+	if _, err := lock.Break(ctx, st, &lock.BreakOptions{Holder: "pod-b", Force: true, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	brk := counter.take()
 
-	t.Logf("HTTP requests (%s): acquire free lock %d %v; one heartbeat %d %v; release %d %v; forced break %d %v",
-		l.Mode(), len(acquire), acquire, len(beat), beat, len(release), release, len(brk), brk)
+	t.Logf("HTTP requests (%s): acquire free lock %d %v (+ clean-up %v); one heartbeat %d %v; release %d %v; forced break %d %v",
+		l.Mode(), len(acquire), acquire, cleanup, len(beat), beat, len(release), release, len(brk), brk)
 	for _, c := range []struct {
 		step string
 		got  []string

@@ -21,15 +21,25 @@ const (
 )
 
 // Lock is a held instance lock. A goroutine refreshes it every
-// HeartbeatInterval until [Lock.Release] or until the lock is lost; loss
-// closes [Lock.Lost], cancels [Lock.Context] and makes [Lock.Err] (and so
-// every store view fenced with the lock) refuse writes. A Lock is safe for
-// concurrent use.
+// HeartbeatInterval until [Lock.Release] or until the lock is lost.
+//
+// Its fence (docs/adr/0019) is open while less than 1.25 heartbeat
+// intervals have passed since the send time of its last confirmed write:
+// [Lock.Err] is nil and fenced store views write, each write bounded by
+// [Lock.Deadline]. After that the lock is suspended — Err matches
+// [ErrSuspended], writes are refused, the heartbeat keeps trying and a
+// confirmed heartbeat reopens the fence — until the stale window less its
+// margin has passed, when it is lost. Loss (that, or a heartbeat that finds
+// another holder, a higher epoch, or our record gone) closes [Lock.Lost],
+// cancels [Lock.Context] and makes Err match [ErrLost] for good. A Lock is
+// safe for concurrent use.
 type Lock struct {
 	st   *store.Store // internal, unfenced view
+	scan scanner
 	o    Options
 	log  *slog.Logger
 	mode Mode
+	name string // the object the heartbeat refreshes
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -45,24 +55,28 @@ type Lock struct {
 	rec     Record
 	version string
 	// confirmed is when the last write known to be on the store was sent
-	// (monotonic and wall clock). The storage stamped it later, so others
-	// cannot judge the lock stale before confirmed+StaleAfter.
+	// (monotonic and wall clock): the storage stamped it later, so nobody
+	// can judge it stale, or watch it miss a heartbeat, any earlier.
 	confirmed time.Time
-	// unconfirmed is when the oldest write sent since then was sent (zero
-	// when none): if a read shows it landed, it counts from there.
-	unconfirmed time.Time
-	// saved is the epoch object as the acquisition read it (nil when it
-	// did not read it); Release writes against its version first.
-	saved *savedEpoch
+	// suspended records that the fence closed at some point since the
+	// last confirmed write (claims mode must then re-check like an
+	// acquirer before it reopens).
+	suspended bool
+	// cleanup are objects the acquisition left for the holder to delete
+	// (lower epoch markers, dead claims); the heartbeat goroutine deletes
+	// them first, and Release waits for that.
+	cleanup []string
 }
 
-func newLock(a *acquirer, rec Record, version string, sent time.Time, saved *savedEpoch) *Lock {
+func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l := &Lock{
 		st:        a.st,
+		scan:      a.scan,
 		o:         a.o,
 		log:       a.log,
 		mode:      a.mode,
+		name:      name,
 		ctx:       ctx,
 		cancel:    cancel,
 		lostCh:    make(chan struct{}),
@@ -71,10 +85,7 @@ func newLock(a *acquirer, rec Record, version string, sent time.Time, saved *sav
 		rec:       rec,
 		version:   version,
 		confirmed: sent,
-		saved:     saved,
-	}
-	if l.confirmed.IsZero() {
-		l.confirmed = time.Now()
+		cleanup:   cleanup,
 	}
 	go l.heartbeat()
 	return l
@@ -109,23 +120,35 @@ func sameBackend(a, b backend.Backend) (same bool) {
 	return a == b
 }
 
-// Err returns nil while the lock is held, a *LostError (matching ErrLost)
-// once it is lost, and ErrReleased after Release. It satisfies store.Fence:
-// a store view made with st.WithFence(l) refuses writes once Err is not
-// nil.
+// Err returns nil while the fence is open; an error matching ErrSuspended
+// while the lease has run out and no heartbeat has confirmed the lock
+// again; a *LostError (matching ErrLost) once it is lost; ErrReleased
+// after Release. It satisfies store.Fence, with Deadline.
 //
-// Err also checks the lease itself: if no refresh has been confirmed for
-// StaleAfter less a safety margin (the process was paused, the storage
-// unreachable), the
-// lock counts as lost at once, before the heartbeat goroutine gets to run,
-// because another instance may be about to take it over.
+// Err checks the lease itself on both this process's monotonic clock
+// (which stands still while a VM is suspended) and its wall clock (which
+// jumps forward after), so a process resumed after a pause refuses writes
+// before any request is sent, before the heartbeat goroutine gets to run.
 func (l *Lock) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state == held {
-		l.checkLeaseLocked(time.Now())
+	if l.state != held {
+		return l.err
 	}
-	return l.err
+	return l.checkLeaseLocked(time.Now())
+}
+
+// Deadline returns when the fence closes unless a heartbeat confirms the
+// lock again: the send time of the last confirmed write plus 1.25
+// heartbeat intervals. Fenced writes run under it (store.Fence). After
+// loss or release it is a time in the past.
+func (l *Lock) Deadline() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != held {
+		return time.Now().Add(-time.Nanosecond), true
+	}
+	return l.confirmed.Add(l.o.lease()), true
 }
 
 // Lost returns a channel that is closed when the lock is lost (not when it
@@ -140,17 +163,27 @@ func (l *Lock) Context() context.Context {
 	return l.ctx
 }
 
-// checkLeaseLocked declares the lock lost when the lease has run out on
-// either clock: the monotonic one (which stands still while a VM is
-// suspended) or the wall clock (which jumps forward after it).
-func (l *Lock) checkLeaseLocked(now time.Time) {
-	h := l.o.leaseHorizon()
-	if now.Sub(l.confirmed) < h && now.Round(0).Sub(l.confirmed.Round(0)) < h {
-		return
+// elapsedLocked is how long ago the last confirmed write was sent, on the
+// later of the two clocks.
+func (l *Lock) elapsedLocked(now time.Time) time.Duration {
+	return max(now.Sub(l.confirmed), now.Round(0).Sub(l.confirmed.Round(0)))
+}
+
+// checkLeaseLocked returns the fence's state at now, declaring the lock
+// lost when even the long lease has run out.
+func (l *Lock) checkLeaseLocked(now time.Time) error {
+	el := l.elapsedLocked(now)
+	switch {
+	case el >= l.o.leaseLong():
+		l.loseLocked(&LostError{Reason: fmt.Sprintf(
+			"no heartbeat was confirmed for %s (stale after %s): another instance may have taken over; stopped writing",
+			roundAge(el), l.o.StaleAfter)})
+		return l.err
+	case el >= l.o.lease():
+		l.suspended = true
+		return fmt.Errorf("%w: no heartbeat confirmed for %s (heartbeat every %s)", ErrSuspended, roundAge(el), l.o.HeartbeatInterval)
 	}
-	l.loseLocked(&LostError{Reason: fmt.Sprintf(
-		"no heartbeat was confirmed for %s (stale after %s): another instance may have taken over; stopped writing",
-		roundAge(now.Sub(l.confirmed)), l.o.StaleAfter)})
+	return nil
 }
 
 func (l *Lock) loseLocked(err *LostError) {
@@ -173,85 +206,139 @@ func (l *Lock) lose(err *LostError) {
 	l.loseLocked(err)
 }
 
-// heartbeat refreshes the lock every HeartbeatInterval, retries sooner
-// after a failure, and ends on release or loss.
+// confirm records a write that is known to be on the store, sent at sent;
+// the fence reopens.
+func (l *Lock) confirm(sent time.Time, rec Record, version string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != held {
+		return
+	}
+	if sent.After(l.confirmed) {
+		l.confirmed = sent
+	}
+	if l.suspended {
+		l.log.Info("state lock confirmed again; writes resume", "epoch", rec.Epoch)
+	}
+	l.rec, l.version, l.suspended = rec, version, false
+}
+
+// heartbeat cleans up after the acquisition, then refreshes the lock every
+// HeartbeatInterval (retrying sooner after a failure) and ends on release
+// or loss.
 func (l *Lock) heartbeat() {
 	defer close(l.done)
-	next := time.NewTimer(l.o.HeartbeatInterval)
+	l.deleteCleanup()
+	next := time.NewTimer(l.untilNextBeat())
 	defer next.Stop()
-	lease := time.NewTimer(l.leaseLeft())
-	defer lease.Stop()
+	expiry := time.NewTimer(l.untilLost())
+	defer expiry.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-l.lostCh:
 			return
-		case <-lease.C:
-			if l.Err() != nil {
+		case <-expiry.C:
+			if l.Err(); l.isOver() {
 				return
 			}
-			lease.Reset(l.leaseLeft())
+			expiry.Reset(l.untilLost())
 		case <-next.C:
-			if l.Err() != nil {
+			if l.Err(); l.isOver() {
 				return
 			}
 			wait := l.o.HeartbeatInterval
 			if err := l.beat(); err != nil {
-				if l.Err() != nil {
+				if l.isOver() {
 					return
 				}
-				wait = max(l.o.HeartbeatInterval/4, time.Millisecond)
-				l.log.Warn("state lock heartbeat failed; retrying", "err", err, "retry_in", wait, "lease_left", roundAge(l.leaseLeft()))
+				wait = max(l.o.HeartbeatInterval/8, 10*time.Millisecond)
+				l.log.Warn("state lock heartbeat failed; retrying", "err", err, "retry_in", wait, "fence", l.fenceState())
+			} else {
+				wait = l.untilNextBeat()
 			}
 			next.Reset(wait)
-			lease.Reset(l.leaseLeft())
+			expiry.Reset(l.untilLost())
 		}
 	}
 }
 
-// leaseLeft is how long the lease lasts from now without another confirmed
-// refresh.
-func (l *Lock) leaseLeft() time.Duration {
+func (l *Lock) isOver() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return max(l.o.leaseHorizon()-time.Since(l.confirmed), 0)
+	return l.state != held
 }
 
-// beat refreshes the lock once. Its requests are cut off when the lease
-// runs out or Release begins.
-func (l *Lock) beat() error {
-	// l.ctx ends when Release begins; the timeout when the lease runs out.
-	ctx, cancel := context.WithTimeout(l.ctx, l.leaseLeft())
-	defer cancel()
+// fenceState names the fence's state for logs.
+func (l *Lock) fenceState() string {
+	switch err := l.Err(); {
+	case err == nil:
+		return "open"
+	case errors.Is(err, ErrSuspended):
+		return "suspended"
+	}
+	return "closed"
+}
 
+// untilNextBeat is the time until one heartbeat interval after the last
+// confirmed write.
+func (l *Lock) untilNextBeat() time.Duration {
 	l.mu.Lock()
-	rec, version := l.rec, l.version
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	return max(l.o.HeartbeatInterval-time.Since(l.confirmed), time.Millisecond)
+}
 
-	if l.mode == ModeAdvisory {
-		// No compare-and-swap: check the object is still ours, then write.
-		obs, err := observe(ctx, l.st, false)
-		if err != nil {
-			return err
-		}
-		if !l.stillOurs(obs) {
-			return nil
-		}
-		version = obs.info.Version
+// untilLost is how long the long lease lasts from now without another
+// confirmed write.
+func (l *Lock) untilLost() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(l.o.leaseLong()-l.elapsedLocked(time.Now()), time.Millisecond)
+}
+
+// beatContext bounds one heartbeat: cut off when Release begins, when the
+// lock is lost, after half an interval (so one hung request cannot eat the
+// lease), and by the request timeout.
+func (l *Lock) beatContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(l.ctx, min(l.o.RequestTimeout, max(l.o.HeartbeatInterval/2, time.Millisecond), l.untilLost()))
+}
+
+// beat refreshes the lock once.
+func (l *Lock) beat() error {
+	if err := l.Err(); err != nil && !errors.Is(err, ErrSuspended) {
+		return nil // lost or released meanwhile: nothing to refresh
+	}
+	ctx, cancel := l.beatContext()
+	defer cancel()
+	l.mu.Lock()
+	rec, version, suspended := l.rec, l.version, l.suspended
+	l.mu.Unlock()
+	if l.checkSuspended() {
+		suspended = true
 	}
 	rec.Heartbeat = time.Now().UTC()
 	data, err := rec.encode()
 	if err != nil {
 		return err
 	}
-	var po store.PutOptions
 	if l.mode == ModeCAS {
-		po.IfVersion = version
+		return l.beatCAS(ctx, rec, data, version)
 	}
+	return l.beatClaims(ctx, rec, data, suspended)
+}
+
+// checkSuspended reports whether the fence is suspended now.
+func (l *Lock) checkSuspended() bool {
+	return errors.Is(l.Err(), ErrSuspended)
+}
+
+// beatCAS: a conditional write on our version. Success proves nobody wrote
+// the lock since our last confirmed write, so it also reopens a suspended
+// fence.
+func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version string) error {
 	sent := time.Now()
-	l.noteSent(sent)
-	info, err := l.st.Put(ctx, Name, data, po)
+	info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
 	if err == nil {
 		l.confirm(sent, rec, info.Version)
 		return nil
@@ -261,71 +348,180 @@ func (l *Lock) beat() error {
 	}
 	// Another writer replaced the object, or our own write landed and a
 	// retry reported the conflict: the acquisition id tells.
-	obs, oerr := observe(ctx, l.st, false)
-	if oerr != nil {
-		return fmt.Errorf("lock: heartbeat: %w (after %w)", oerr, err)
+	v, serr := l.scan.scan(ctx)
+	if serr != nil {
+		return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
 	}
-	if l.stillOurs(obs) {
-		l.mu.Lock()
-		if l.state == held {
-			l.rec, l.version = obs.rec, obs.info.Version
-			l.confirmed, l.unconfirmed = l.unconfirmed, time.Time{}
-		}
-		l.mu.Unlock()
+	if v.lock == nil {
+		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
+		return nil
+	}
+	gone, rerr := l.scan.read(ctx, v.lock)
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
+	case gone:
+		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
+	case !v.lock.readable:
+		l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
+	case v.lock.rec.AcquisitionID == rec.AcquisitionID:
+		l.confirm(sent, v.lock.rec, v.lock.info.Version)
+	default:
+		other := v.lock.rec
+		l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
 	}
 	return nil
 }
 
-// stillOurs reports whether obs shows our acquisition, and declares the
-// lock lost when it shows anything else.
-func (l *Lock) stillOurs(obs observation) bool {
-	switch {
-	case obs.readable && obs.rec.AcquisitionID == l.rec.AcquisitionID:
-		return true
-	case !obs.present:
-		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
-	case !obs.readable:
-		l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", obs.why)})
-	default:
-		rec := obs.rec
-		l.lose(&LostError{Holder: &rec, Reason: "another instance took the lock over; stopped writing"})
+// beatClaims: write our held claim, then list (docs/adr/0020).
+func (l *Lock) beatClaims(ctx context.Context, rec Record, data []byte, suspended bool) error {
+	sent := time.Now()
+	info, err := l.st.Put(ctx, l.name, data, store.PutOptions{})
+	if err != nil {
+		return fmt.Errorf("lock: heartbeat: %w", err)
 	}
-	return false
+	v, err := l.scan.scan(ctx)
+	if err != nil {
+		return fmt.Errorf("lock: heartbeat: %w", err)
+	}
+	if lost := l.claimsLost(ctx, v, rec, suspended || l.checkSuspended()); lost != nil {
+		l.lose(lost)
+		// Our claims are junk now (our heartbeat may just have rewritten
+		// one a break had deleted): ours to delete, nobody else's.
+		l.deleteNames(context.WithoutCancel(ctx), []string{l.name, intentName(rec.AcquisitionID)})
+		return nil
+	}
+	l.confirm(sent, rec, info.Version)
+	l.deleteJunk(ctx, v, rec)
+	return nil
 }
 
-func (l *Lock) noteSent(t time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.unconfirmed.IsZero() {
-		l.unconfirmed = t
+// claimsLost is the loss a look at the claims shows, or nil: a marker
+// above our epoch (a takeover or a break), our claim gone, or — when the
+// fence was suspended, so others may have judged us dead — any other live
+// claim.
+func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended bool) *LostError {
+	if top := v.maxMarker(); top > rec.Epoch {
+		le := &LostError{Reason: fmt.Sprintf("epoch %d was confirmed after ours (%d): another instance took the lock over, or it was broken; stopped writing", top, rec.Epoch)}
+		le.Holder = l.highestHolder(ctx, v, rec)
+		return le
+	}
+	own := false
+	for _, e := range v.helds {
+		own = own || e.name == l.name
+	}
+	if !own {
+		return &LostError{Reason: "our claim was removed (by a lock break?); stopped writing"}
+	}
+	if !suspended {
+		return nil
+	}
+	a := l.judgeAs()
+	d, err := a.decide(ctx, v, rec.AcquisitionID)
+	if err == nil && d.kind == vTake && !d.backoff {
+		return nil
+	}
+	le := &LostError{Reason: "the lock was not confirmed for longer than its lease, and another instance's claim is live: it may have judged ours dead; stopped writing"}
+	if d.held != nil && d.held.Unreadable == "" {
+		h := d.held.Holder
+		le.Holder = &h
+	}
+	return le
+}
+
+// highestHolder reads the held claim with the highest epoch other than
+// ours, for the loss report (nil when none reads).
+func (l *Lock) highestHolder(ctx context.Context, v view, rec Record) *Record {
+	var best *Record
+	for _, e := range v.records() {
+		if e.acq == rec.AcquisitionID {
+			continue
+		}
+		if gone, err := l.scan.read(ctx, e); err != nil || gone || !e.readable {
+			continue
+		}
+		if best == nil || e.rec.Epoch > best.Epoch {
+			r := e.rec
+			best = &r
+		}
+	}
+	return best
+}
+
+// judgeAs is an acquirer with this lock's identity, to judge others'
+// claims with the acquisition's rules.
+func (l *Lock) judgeAs() *acquirer {
+	hostname := l.rec.Hostname
+	return &acquirer{
+		st: l.st, scan: l.scan, o: l.o, log: l.log, mode: l.mode,
+		self:     process{pid: l.rec.PID, ticks: l.rec.ProcessStartTicks, start: l.rec.ProcessStart, scope: l.rec.ProcessScope},
+		hostname: hostname, seen: watcher{}, mine: map[string]bool{l.rec.AcquisitionID: true},
 	}
 }
 
-func (l *Lock) confirm(sent time.Time, rec Record, version string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.state != held {
+// deleteJunk deletes, while our fence is open, what no one else can be
+// using: other held claims (a confirm that landed after its sender gave
+// up: nobody can be confirming while our fence is open) and intents older
+// than the intent window. Best effort.
+func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
+	if l.Err() != nil {
 		return
 	}
-	l.rec, l.version, l.confirmed, l.unconfirmed = rec, version, sent, time.Time{}
+	var junk []string
+	for _, e := range v.helds {
+		if e.name != l.name {
+			junk = append(junk, e.name)
+		}
+	}
+	a := l.judgeAs()
+	now := time.Now()
+	for _, e := range v.intents {
+		if e.acq == rec.AcquisitionID || !a.intentLive(e, now) {
+			junk = append(junk, e.name)
+		}
+	}
+	for _, m := range v.markers {
+		if m.epoch < rec.Epoch {
+			junk = append(junk, m.name)
+		}
+	}
+	l.deleteNames(ctx, junk)
 }
 
-// Release stops the heartbeat and deletes the lock object if it is still
-// ours: it reads the object first and deletes it only if it carries our
-// acquisition id (conditionally on its version where the backend can), so
-// a lock that another instance took over is never removed. Just before the
-// delete it saves the lock's epoch in [EpochName] (compare-and-swap where
-// the backend can, never lowering it), so that the next acquisition's
-// epoch is one more; if that save fails, the lock object is left to go
-// stale and the error is returned. From the moment
+// deleteCleanup deletes what the acquisition left (best effort).
+func (l *Lock) deleteCleanup() {
+	l.mu.Lock()
+	names := l.cleanup
+	l.cleanup = nil
+	l.mu.Unlock()
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.o.RequestTimeout)
+	defer cancel()
+	l.deleteNames(ctx, names)
+}
+
+func (l *Lock) deleteNames(ctx context.Context, names []string) {
+	for _, name := range names {
+		if err := l.st.Delete(ctx, name, store.DeleteOptions{}); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			l.log.Debug("state lock: could not delete a leftover lock object", "object", name, "err", err)
+		}
+	}
+}
+
+// Release stops the heartbeat and removes the lock if it is still ours: in
+// compare-and-swap mode a conditional delete of our version, in claims mode
+// our claims after a look that shows no higher epoch. From the moment
 // Release is called, Err returns ErrReleased and fenced stores refuse
 // writes.
 //
-// Releasing a lock that was lost, or that turns out at release to carry
-// another acquisition, deletes nothing and returns an error wrapping a
-// *LostError (errors.Is(err, ErrLost)). A lock object already gone (broken
-// by an operator) is not an error. Releasing twice returns nil. If the delete fails, the error
-// is returned; the lock object then goes stale on its own.
+// Releasing a lock that was lost, or that turns out at release to have
+// been taken over, deletes nothing of the new holder's and returns an
+// error wrapping a *LostError (errors.Is(err, ErrLost)). A lock already
+// gone with no new holder (broken by an operator) is logged, not an error.
+// Releasing twice returns nil. If the delete fails, the error is returned;
+// the lock then goes stale on its own.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	st, lossErr := l.state, l.err
@@ -342,39 +538,71 @@ func (l *Lock) Release(ctx context.Context) error {
 	case lost:
 		return fmt.Errorf("lock: release: nothing deleted: %w", lossErr)
 	}
+	var err error
+	if l.mode == ModeCAS {
+		err = l.releaseCAS(ctx)
+	} else {
+		err = l.releaseClaims(ctx)
+	}
+	if err == nil {
+		l.log.Info("state lock released", "epoch", l.rec.Epoch)
+	}
+	return err
+}
 
-	obs, err := observe(ctx, l.st, false)
+func (l *Lock) releaseCAS(ctx context.Context) error {
+	err := l.st.Delete(ctx, Name, store.DeleteOptions{IfVersion: l.version})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, backend.ErrPreconditionFailed) && !errors.Is(err, backend.ErrNotFound) {
+		return fmt.Errorf("lock: release: %w", err)
+	}
+	v, serr := l.scan.scan(ctx)
+	if serr != nil {
+		return fmt.Errorf("lock: release: %w (after %w)", serr, err)
+	}
+	if v.lock == nil {
+		l.log.Warn("state lock already gone at release (broken?)", "epoch", l.rec.Epoch)
+		return nil
+	}
+	le := &LostError{Reason: "found another lock at release; left it in place"}
+	if gone, rerr := l.scan.read(ctx, v.lock); rerr == nil && !gone && v.lock.readable {
+		rec := v.lock.rec
+		le.Holder = &rec
+	}
+	l.log.Warn("state lock not ours at release; left in place", "err", le)
+	return fmt.Errorf("lock: release: nothing deleted: %w", le)
+}
+
+func (l *Lock) releaseClaims(ctx context.Context) error {
+	v, err := l.scan.scan(ctx)
 	if err != nil {
 		return fmt.Errorf("lock: release: %w", err)
 	}
-	switch {
-	case !obs.present:
-		l.log.Warn("state lock already gone at release (broken?)", "epoch", l.rec.Epoch)
-		return nil
-	case !obs.readable || obs.rec.AcquisitionID != l.rec.AcquisitionID:
-		// Lost without our heartbeat noticing (a takeover since the last
-		// beat): leave it to its new holder and say so.
-		le := &LostError{Reason: "found another lock at release; left it in place"}
-		if obs.readable {
-			rec := obs.rec
-			le.Holder = &rec
+	rec := l.Record()
+	var lossErr error
+	if top := v.maxMarker(); top > rec.Epoch {
+		le := &LostError{Reason: fmt.Sprintf("epoch %d was confirmed after ours (%d)", top, rec.Epoch), Holder: l.highestHolder(ctx, v, rec)}
+		if le.Holder == nil {
+			l.log.Warn("state lock broken before release; nobody holds it now", "epoch", rec.Epoch, "marker", top)
+		} else {
+			l.log.Warn("state lock not ours at release; left the new holder's claim in place", "err", le)
+			lossErr = fmt.Errorf("lock: release: %w", le)
 		}
-		l.log.Warn("state lock not ours at release; left in place", "err", le)
-		return fmt.Errorf("lock: release: nothing deleted: %w", le)
 	}
-	// Save the epoch before the lock object goes, so that the next
-	// acquisition counts on from it. If it cannot be saved the lock is
-	// left in place: it goes stale on its own, and its epoch with it.
-	if err := saveEpoch(ctx, l.st, l.rec, l.saved, l.log); err != nil {
-		return fmt.Errorf("lock: release: lock left in place: %w", err)
+	// Our own claims are ours to delete in any case.
+	for _, name := range []string{l.name, intentName(rec.AcquisitionID)} {
+		present := false
+		for _, e := range append(append([]*entry{}, v.helds...), v.intents...) {
+			present = present || e.name == name
+		}
+		if !present {
+			continue
+		}
+		if err := l.st.Delete(ctx, name, store.DeleteOptions{}); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return errors.Join(lossErr, fmt.Errorf("lock: release: %w", err))
+		}
 	}
-	var do store.DeleteOptions
-	if l.mode == ModeCAS {
-		do.IfVersion = obs.info.Version
-	}
-	if err := l.st.Delete(ctx, Name, do); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("lock: release: %w", err)
-	}
-	l.log.Info("state lock released", "epoch", l.rec.Epoch)
-	return nil
+	return lossErr
 }

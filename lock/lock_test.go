@@ -8,6 +8,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/lock/locktest"
 	"go.uber.org/goleak"
 )
@@ -24,26 +25,31 @@ func TestMain(m *testing.M) {
 func TestLock_Mem(t *testing.T) {
 	locktest.Run(t, locktest.Harness{
 		NewBackend: func(t *testing.T) backend.Backend { return mem.New(mem.Options{}) },
+		Synctest:   true,
 	})
 }
 
-func TestLock_MemWithoutConditionalWrites(t *testing.T) {
+func TestLock_MemClaims(t *testing.T) {
 	locktest.Run(t, locktest.Harness{
 		NewBackend: func(t *testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) },
-		StaleAfter: 600 * time.Millisecond,
+		Synctest:   true,
+		MaxDelay:   2 * time.Second, // the figure: every request delayed up to 2 s
 	})
+}
+
+func newFS(t *testing.T) backend.Backend {
+	b, err := fs.New(t.TempDir(), fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 func TestLock_FS(t *testing.T) {
-	locktest.Run(t, locktest.Harness{
-		NewBackend: func(t *testing.T) backend.Backend {
-			b, err := fs.New(t.TempDir(), fs.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			return b
-		},
-		StaleAfter: time.Second,
-	})
+	locktest.Run(t, locktest.Harness{NewBackend: newFS, StaleAfter: time.Second, RaceTrials: 20})
+}
+
+func TestLock_FSClaims(t *testing.T) {
+	locktest.Run(t, locktest.Harness{NewBackend: newFS, StaleAfter: time.Second, RaceTrials: 20, Mode: lock.ModeClaims})
 }

@@ -4,134 +4,178 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/store"
 )
 
-// observation is what one look at the lock object found.
-type observation struct {
-	present  bool
+// entry is one object found under ListPrefix.
+type entry struct {
+	name  string
+	kind  kind
+	acq   string // a claim's acquisition id, from its name
+	epoch uint64 // a marker's epoch, from its name
+	info  store.Info
+
+	// Filled by read, for sealed records (the lock, claims).
+	read     bool
 	readable bool
-	rec      Record     // when readable
-	info     store.Info // when present
-	why      error      // when present but unreadable
-	// age is how long ago the object was last written, on the storage's
-	// clock (zero when absent, never negative).
-	age time.Duration
+	rec      Record
+	why      error // when read and not readable
+
+	// age is how long ago the object was written, on the storage's clock
+	// (zero when anomalous); anomaly means its modification time is ahead
+	// of the storage's now by more than the clock's resolution.
+	age     time.Duration
+	anomaly bool
 }
 
-// observe reads the lock object and, withAge, the storage clock. An object
-// that exists but does not open or decode (a wrong key after an identity
-// rotation, garbage) is reported unreadable rather than as an error.
-func observe(ctx context.Context, st *store.Store, withAge bool) (observation, error) {
-	var obs observation
-	obj, err := readObject(ctx, st, Name)
-	if err != nil {
-		return obs, err
+// view is what one look at the lock's objects found.
+type view struct {
+	lock    *entry   // .lock, compare-and-swap mode
+	intents []*entry // claims of acquisitions in progress
+	helds   []*entry // confirmed claims
+	markers []*entry // epoch markers, ascending
+	legacy  *entry   // .lock-epoch
+	unknown []*entry // under .lock.d/ but not a name the lock writes
+}
+
+// maxMarker is the highest epoch marker's number (0 when none).
+func (v view) maxMarker() uint64 {
+	if len(v.markers) == 0 {
+		return 0
 	}
-	if !obj.present {
-		return obs, nil
+	return v.markers[len(v.markers)-1].epoch
+}
+
+// records are the entries that can hold the lock: the lock object and the
+// held claims.
+func (v view) records() []*entry {
+	var out []*entry
+	if v.lock != nil {
+		out = append(out, v.lock)
 	}
-	obs.present, obs.info, obs.why = true, obj.info, obj.why
-	if obj.why == nil {
-		rec, derr := decodeRecord(obj.data)
-		if derr != nil {
-			obs.why = fmt.Errorf("lock object %s: %w", Name, derr)
+	return append(out, v.helds...)
+}
+
+// scanner reads the lock's objects of one store.
+type scanner struct {
+	st *store.Store // internal view
+}
+
+// scan lists every object under ListPrefix (one listing). It reads nothing:
+// read does that for the entries that need their content. A listing error
+// is an error, never "nothing there".
+func (s scanner) scan(ctx context.Context) (view, error) {
+	var v view
+	var noClock []*entry
+	err := s.st.List(ctx, ListPrefix, func(info store.Info) error {
+		k, acq, epoch := parseName(info.Name)
+		e := &entry{name: info.Name, kind: k, acq: acq, epoch: epoch, info: info}
+		if info.Now.IsZero() {
+			noClock = append(noClock, e)
 		} else {
-			obs.readable, obs.rec = true, rec
+			e.setAge(info.Now)
+		}
+		switch k {
+		case kindLock:
+			v.lock = e
+		case kindIntent:
+			v.intents = append(v.intents, e)
+		case kindHeld:
+			v.helds = append(v.helds, e)
+		case kindMarker:
+			v.markers = append(v.markers, e)
+		case kindLegacyEpoch:
+			v.legacy = e
+		case kindUnknown:
+			v.unknown = append(v.unknown, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return view{}, fmt.Errorf("lock: list %s*: %w", ListPrefix, err)
+	}
+	if len(noClock) > 0 {
+		// A backend that reports no response time: one look at its clock.
+		now, err := s.st.Now(ctx)
+		if err != nil {
+			return view{}, fmt.Errorf("lock: %w", err)
+		}
+		for _, e := range noClock {
+			e.setAge(now)
 		}
 	}
-	if !withAge {
-		return obs, nil
-	}
-	now, err := st.Now(ctx)
-	if err != nil {
-		return obs, fmt.Errorf("lock: %w", err)
-	}
-	if age := now.Sub(obs.info.ModTime); age > 0 {
-		obs.age = age
-	}
-	return obs, nil
+	sort.Slice(v.markers, func(i, j int) bool { return v.markers[i].epoch < v.markers[j].epoch })
+	return v, nil
 }
 
-// object is one read of a reserved object.
-type object struct {
-	present bool
-	data    []byte     // the opened contents, when present and why is nil
-	info    store.Info // when present
-	why     error      // when present but it does not open
+// setAge judges the entry's age against the storage's now.
+func (e *entry) setAge(now time.Time) {
+	age := now.Sub(e.info.ModTime)
+	switch {
+	case age < -clockResolution:
+		e.age, e.anomaly = 0, true
+	case age < 0:
+		e.age, e.anomaly = 0, false
+	default:
+		e.age, e.anomaly = age, false
+	}
 }
 
-// readObject reads and opens one reserved object. An object that exists
-// but does not open is reported with why set rather than as an error. The
-// envelope's errors say so directly; any other failed read (a sealer
-// without typed errors, or a failing storage, whose errors are not typed
-// either) is retried once, and the object's existence confirmed with Stat,
-// before it counts as not opening.
-func readObject(ctx context.Context, st *store.Store, name string) (object, error) {
-	var obj object
-	data, info, err := st.Get(ctx, name)
-	if err != nil && !errors.Is(err, backend.ErrNotFound) && !doesNotOpen(err) && ctx.Err() == nil {
-		data, info, err = st.Get(ctx, name)
-	}
+// read opens a sealed entry (the lock object or a claim) and fills its
+// record, or why it does not open. An object that exists but does not open
+// (store.ErrUnreadable: another key, garbage, a corrupt object file, too
+// large) is unreadable, not an error; an object that vanished since the
+// listing reports gone. Its age is refreshed from the read's answer.
+func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
+	data, info, err := s.st.Get(ctx, e.name)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
-		return obj, nil
-	case err != nil && ctx.Err() != nil:
-		return obj, err
+		return true, nil
+	case errors.Is(err, store.ErrUnreadable):
+		// The content is unknown, but the object is there; its listing
+		// gives its version and age.
+		e.read, e.readable, e.why = true, false, unwrapStore(err)
+		return false, nil
 	case err != nil:
-		sinfo, serr := st.Stat(ctx, name)
-		if errors.Is(serr, backend.ErrNotFound) {
-			return obj, nil
-		}
-		if serr != nil {
-			return obj, fmt.Errorf("lock: read %s: %w (stat: %v)", name, err, serr)
-		}
-		obj.present, obj.info, obj.why = true, sinfo, err
-	default:
-		obj.present, obj.info, obj.data = true, info, data
+		return false, fmt.Errorf("lock: read %s: %w", e.name, err)
 	}
-	return obj, nil
-}
-
-func (o observation) staleIn(staleAfter time.Duration) time.Duration {
-	return max(staleAfter-o.age, 0)
-}
-
-// window is the stale window to judge the observed lock by: the longer of
-// the judge's own and the one its holder recorded (older records have
-// none), so that a short window never cuts a long-window holder short.
-func (o observation) window(own time.Duration) time.Duration {
-	if o.readable {
-		return max(own, o.rec.StaleAfter)
+	e.info = info
+	if !info.Now.IsZero() {
+		e.setAge(info.Now)
 	}
-	return own
-}
-
-// held is the refusal of the observed lock, judged with window: naming its
-// holder, or saying why it could not be read.
-func (o observation) held(window time.Duration, refusal string) *HeldError {
-	h := &HeldError{Holder: o.rec, HeartbeatAge: o.age, StaleAfter: window, StaleIn: o.staleIn(window), Refusal: refusal}
-	if !o.readable && o.why != nil {
-		h.Unreadable = o.why.Error()
+	e.read = true
+	rec, derr := decodeRecord(data)
+	if derr != nil {
+		e.why = derr
+		return false, nil
 	}
-	return h
+	// A claim whose content disagrees with its name is not trusted.
+	switch {
+	case e.kind == kindIntent && (rec.AcquisitionID != e.acq || rec.State != StateIntent),
+		e.kind == kindHeld && (rec.AcquisitionID != e.acq || !rec.held()):
+		e.why = fmt.Errorf("%w: its content (acquisition %s, state %q) does not match its name", errMalformed, rec.AcquisitionID, rec.State)
+		return false, nil
+	case e.kind == kindLock && !rec.held():
+		e.why = fmt.Errorf("%w: the lock object holds an intent", errMalformed)
+		return false, nil
+	}
+	e.readable, e.rec = true, rec
+	return false, nil
 }
 
-// doesNotOpen reports errors that say the object itself is bad, as opposed
-// to the storage failing to deliver it.
-func doesNotOpen(err error) bool {
-	for _, target := range []error{
-		envelope.ErrNoIdentity, envelope.ErrTampered, envelope.ErrUnauthenticated,
-		envelope.ErrNotEnvelope, envelope.ErrTruncated, envelope.ErrNameMismatch,
-		envelope.ErrTooLarge, store.ErrTooLarge,
-	} {
-		if errors.Is(err, target) {
-			return true
+// unwrapStore keeps the reason of a store error for messages, without the
+// store's own "store: get NAME:" prefix (the lock names the object itself).
+func unwrapStore(err error) error {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range u.Unwrap() {
+			if e != store.ErrUnreadable {
+				return e
+			}
 		}
 	}
-	return false
+	return err
 }

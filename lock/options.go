@@ -8,48 +8,69 @@ import (
 )
 
 // Default timings: a Recreate rollout (old pod stops, new pod starts) takes
-// well under the stale horizon, and a holder misses four heartbeats before
-// anyone may take over.
+// well under the stale window, and a holder whose storage is unreachable
+// stops writing after 1.25 heartbeat intervals but keeps its lock for most
+// of the stale window (docs/adr/0019).
 const (
 	DefaultHeartbeatInterval = 60 * time.Second
 	DefaultStaleAfter        = 5 * time.Minute
-	DefaultSettleDelay       = time.Second
+	// DefaultIntentWindow is how long a claim of an acquisition in
+	// progress counts as live (claims mode), at most half of StaleAfter.
+	DefaultIntentWindow = 30 * time.Second
+	// DefaultRequestTimeout bounds each of the lock's own requests.
+	DefaultRequestTimeout = 10 * time.Second
 )
+
+// clockResolution is what storage timestamps may be off by: S3's
+// Last-Modified and Date have one-second resolution. A modification time
+// ahead of the storage's now by more than that is a clock anomaly; the
+// windows' margins (margin) cover it in every judgement of an age.
+const clockResolution = time.Second
+
+// minIntentWindow keeps the intent window's margin at least one second,
+// the storage timestamps' resolution.
+const minIntentWindow = 4 * time.Second
 
 // Options configure [Acquire]. The zero value gives the defaults.
 type Options struct {
 	// InstanceID names this instance in the lock; empty means the
-	// hostname. Two processes with the same instance id are taken to be
-	// the same instance restarted: the newer takes the lock at once.
+	// hostname. Two live processes with the same instance id are a
+	// misconfiguration: the second is refused as a duplicate. A process
+	// whose predecessor with the same id cannot be probed (another host
+	// or PID namespace) takes over once the predecessor's record has
+	// missed a heartbeat (docs/adr/0019).
 	InstanceID string
 	// HeartbeatInterval is how often the holder refreshes the lock; zero
 	// means DefaultHeartbeatInterval, or StaleAfter/5 when that is shorter.
 	HeartbeatInterval time.Duration
 	// StaleAfter is how long after its last refresh (on the storage's
-	// clock) a lock counts as abandoned and may be taken over; zero means
-	// DefaultStaleAfter, or 5×HeartbeatInterval when that is longer. It
-	// must be at least twice HeartbeatInterval.
+	// clock) a lock counts as abandoned and may be taken over by another
+	// instance id; zero means DefaultStaleAfter, or 5×HeartbeatInterval
+	// when that is longer. It must be at least twice HeartbeatInterval,
+	// and at least 4 s on storage whose timestamps have one-second
+	// resolution (S3), so that its margin covers them.
 	StaleAfter time.Duration
-	// WaitForStale makes Acquire wait, polling, for a live foreign lock to
-	// be released or go stale instead of refusing at once. Acquire's
-	// context bounds the wait.
+	// WaitForStale makes Acquire wait, polling with jitter, for a live
+	// lock (a foreign holder, a duplicate, an unreadable lock) to be
+	// released or go stale instead of refusing at once. Acquire's context
+	// bounds the wait.
 	WaitForStale bool
-	// SettleDelay is how long advisory mode waits between writing the lock
-	// and reading it back to catch a racing writer; zero means
-	// DefaultSettleDelay, negative skips the read-back. Unused in
-	// compare-and-swap mode.
-	SettleDelay time.Duration
-	// RefuseUnreadable makes Acquire refuse, with a *HeldError, a lock
-	// object it cannot read (wrong key, garbage) until it is stale on the
-	// storage's clock, instead of taking it over at once with a warning.
-	// It is for operator tools, whose identities may simply be the wrong
-	// ones for a live instance's lock; an application booting leaves it
-	// off, so that an unreadable lock never bricks a boot.
-	RefuseUnreadable bool
-	// Refusal is what a refusal says is refused, at the end of the
-	// *HeldError's message; empty means "refusing to start". The CLI's
-	// writes say "refusing to write".
-	Refusal string
+	// Mode forces a protocol: ModeClaims runs the claims protocol even
+	// where the backend has conditional writes; ModeCAS fails on a
+	// backend without them. Empty chooses from the backend's capabilities
+	// (resolving them first, see backend.ResolveCapabilities).
+	Mode Mode
+	// IntentWindow is, in claims mode, how long a claim of an acquisition
+	// in progress counts as live on the storage's clock; an acquirer that
+	// could not confirm within it (less its margin) starts over. Zero
+	// means half of StaleAfter, within 4 s and DefaultIntentWindow; it
+	// must be at least 4 s on storage with one-second timestamps.
+	IntentWindow time.Duration
+	// RequestTimeout bounds each request the lock sends; zero means
+	// DefaultRequestTimeout. Heartbeat requests are also bounded by half
+	// the heartbeat interval, so that one hung request cannot eat the
+	// lease.
+	RequestTimeout time.Duration
 	// Logger receives takeover warnings and loss reports; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -63,8 +84,9 @@ func (o Options) withDefaults() (Options, error) {
 		}
 		o.InstanceID = h
 	}
-	if o.HeartbeatInterval < 0 || o.StaleAfter < 0 {
-		return o, fmt.Errorf("lock: negative heartbeat interval %s or stale horizon %s", o.HeartbeatInterval, o.StaleAfter)
+	if o.HeartbeatInterval < 0 || o.StaleAfter < 0 || o.IntentWindow < 0 || o.RequestTimeout < 0 {
+		return o, fmt.Errorf("lock: negative duration in Options (heartbeat %s, stale after %s, intent window %s, request timeout %s)",
+			o.HeartbeatInterval, o.StaleAfter, o.IntentWindow, o.RequestTimeout)
 	}
 	switch {
 	case o.HeartbeatInterval == 0 && o.StaleAfter == 0:
@@ -75,10 +97,18 @@ func (o Options) withDefaults() (Options, error) {
 		o.StaleAfter = max(DefaultStaleAfter, 5*o.HeartbeatInterval)
 	}
 	if o.HeartbeatInterval <= 0 || o.StaleAfter < 2*o.HeartbeatInterval {
-		return o, fmt.Errorf("lock: stale horizon %s must be at least twice the heartbeat interval %s", o.StaleAfter, o.HeartbeatInterval)
+		return o, fmt.Errorf("lock: stale window %s must be at least twice the heartbeat interval %s", o.StaleAfter, o.HeartbeatInterval)
 	}
-	if o.SettleDelay == 0 {
-		o.SettleDelay = DefaultSettleDelay
+	switch o.Mode {
+	case "", ModeCAS, ModeClaims:
+	default:
+		return o, fmt.Errorf("lock: unknown mode %q (want %q or %q)", o.Mode, ModeCAS, ModeClaims)
+	}
+	if o.IntentWindow == 0 {
+		o.IntentWindow = min(DefaultIntentWindow, max(o.StaleAfter/2, minIntentWindow))
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -86,13 +116,41 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// leaseHorizon is how long after the start of its last confirmed write the
-// holder still trusts its lock. It is shorter than StaleAfter so that the
-// holder stops writing before anyone else may judge the lock stale: by a
-// tenth of StaleAfter, and by at least 1.5 s (up to a quarter of
-// StaleAfter) because S3 timestamps have one-second resolution, which can
-// make a lock look up to a second older than it is.
-func (o Options) leaseHorizon() time.Duration {
-	margin := max(o.StaleAfter/10, min(o.StaleAfter/4, 1500*time.Millisecond))
-	return o.StaleAfter - margin
+// margin is the safety allowance of a window d: a tenth, and at least
+// 1.5 s up to a quarter of d, because storage timestamps have one-second
+// resolution.
+func margin(d time.Duration) time.Duration {
+	return max(d/10, min(d/4, 1500*time.Millisecond))
+}
+
+// lease is how long after the send time of its last confirmed write the
+// holder's fence stays open: 1.25 heartbeat intervals, less than the
+// heartbeat and a half that a same-id watcher waits (docs/adr/0019).
+func (o Options) lease() time.Duration { return o.HeartbeatInterval + o.HeartbeatInterval/4 }
+
+// leaseLong is how long after its last confirmed write the holder keeps
+// its lock (suspended, writes refused) before it counts it lost: the stale
+// window less its margin, before anyone may judge the lock stale.
+func (o Options) leaseLong() time.Duration { return o.StaleAfter - margin(o.StaleAfter) }
+
+// intentDeadline is how long after sending its intent an acquirer may
+// still accept its confirm's answer.
+func (o Options) intentDeadline() time.Duration { return o.IntentWindow - margin(o.IntentWindow) }
+
+// missedHeartbeat is how long a record must be watched unchanged before it
+// counts as having missed a heartbeat: one interval and a half of the
+// holder's (h, or ours for records that do not say).
+func (o Options) missedHeartbeat(h time.Duration) time.Duration {
+	if h <= 0 {
+		h = o.HeartbeatInterval
+	}
+	return h + h/2
+}
+
+// poll is how often a watched or waited-for lock is looked at again.
+func (o Options) poll(h time.Duration) time.Duration {
+	if h <= 0 {
+		h = o.HeartbeatInterval
+	}
+	return max(min(h/4, 5*time.Second), 10*time.Millisecond)
 }

@@ -9,7 +9,8 @@ import (
 // the same host, whether it is still alive.
 type process struct {
 	pid   int
-	start time.Time // zero when the platform does not tell
+	ticks uint64    // start in clock ticks since boot; zero when unknown
+	start time.Time // the same as a wall-clock time, for display
 	scope string    // the PID space: empty when unknown
 }
 
@@ -42,14 +43,16 @@ func (l liveness) String() string {
 }
 
 // startTolerance absorbs the jitter of a start time computed from boot time
-// and clock ticks (the kernel's boot time can move by a second under NTP).
+// and clock ticks, for records older than ProcessStartTicks only: the
+// kernel's boot time moves with wall-clock steps.
 const startTolerance = time.Second
 
 func selfProcess() process {
 	pid := os.Getpid()
 	p := process{pid: pid, scope: processScope()}
-	if st, ok := processStart(pid); ok {
-		p.start = st
+	if t, ok := processStartTicks(pid); ok {
+		p.ticks = t
+		p.start, _ = processStart(pid)
 	}
 	return p
 }
@@ -68,10 +71,10 @@ func probeHolder(self process, hostname string, rec Record) liveness {
 	case !exists:
 		return dead
 	}
-	if rec.ProcessStart.IsZero() {
+	if rec.ProcessStartTicks == 0 && rec.ProcessStart.IsZero() {
 		return alive
 	}
-	st, ok := processStart(rec.PID)
+	ticks, ok := processStartTicks(rec.PID)
 	if !ok {
 		// It ended between the two looks, or its start is hidden from us.
 		if exists, known := processExists(rec.PID); known && !exists {
@@ -79,8 +82,21 @@ func probeHolder(self process, hostname string, rec Record) liveness {
 		}
 		return alive
 	}
-	d := st.Sub(rec.ProcessStart)
-	if d < -startTolerance || d > startTolerance {
+	if rec.ProcessStartTicks != 0 {
+		// Ticks since boot, in the same boot (the scope says so): exact,
+		// and immune to wall-clock steps.
+		if ticks != rec.ProcessStartTicks {
+			return reused
+		}
+		return alive
+	}
+	// A record from before ticks were recorded: compare wall-clock
+	// starts, which move with the boot time.
+	st, ok := processStart(rec.PID)
+	if !ok {
+		return alive
+	}
+	if d := st.Sub(rec.ProcessStart); d < -startTolerance || d > startTolerance {
 		return reused
 	}
 	return alive

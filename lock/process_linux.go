@@ -60,6 +60,14 @@ func procStat(pid int) (state byte, ticks uint64, ok bool) {
 	return fields[0][0], t, true
 }
 
+// processStartTicks is the start of pid in clock ticks after boot.
+func processStartTicks(pid int) (uint64, bool) {
+	_, ticks, ok := procStat(pid)
+	return ticks, ok && ticks != 0
+}
+
+// processStart is the start of pid as a wall-clock time (btime + ticks), for
+// display only: btime moves with wall-clock steps.
 func processStart(pid int) (time.Time, bool) {
 	_, ticks, ok := procStat(pid)
 	if !ok {

@@ -255,7 +255,7 @@ func TestRollout_SIGTERM_OldReleasesNewBootsAtOnce(t *testing.T) {
 			t.Fatalf("old pod exit code %d", code)
 		}
 		// The lock object is gone, its epoch saved: the next one counts on.
-		if s, err := lock.Inspect(context.Background(), w.st, w.stale); err != nil || s.Present {
+		if s, err := lock.Inspect(context.Background(), w.st, &lock.InspectOptions{StaleAfter: w.stale}); err != nil || s.Present {
 			t.Fatalf("lock after a clean release: %+v, %v", s, err)
 		}
 		l := acquireT(t, w, w.opts("pod-new"))
@@ -309,7 +309,7 @@ func TestPausedHolder_SIGSTOP_LosesLockAndStopsWriting(t *testing.T) {
 		if code := old.wait(t); code != 4 {
 			t.Fatalf("exit code %d, want 4", code)
 		}
-		s, err := lock.Inspect(context.Background(), w.st, w.stale)
+		s, err := lock.Inspect(context.Background(), w.st, &lock.InspectOptions{StaleAfter: w.stale})
 		if err != nil || s.Record.AcquisitionID != l.Record().AcquisitionID {
 			t.Fatalf("lock after the old holder resumed: %+v, %v", s, err)
 		}

@@ -14,6 +14,8 @@ import (
 
 func processStart(int) (time.Time, bool) { return time.Time{}, false }
 
+func processStartTicks(int) (uint64, bool) { return 0, false }
+
 func processExists(pid int) (exists, known bool) {
 	err := syscall.Kill(pid, 0)
 	switch {

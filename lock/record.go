@@ -7,41 +7,48 @@ import (
 	"time"
 )
 
-// Name is the reserved state name of the lock object: the store keeps it at
-// <root>/.cairn-state/.lock, sealed like every other object.
-const Name = ".lock"
-
 // Mode is how the lock is enforced, chosen from the backend's capabilities.
 type Mode string
 
 const (
-	// ModeCAS: acquisition, heartbeat and release are compare-and-swap
-	// writes (create if absent, replace or delete if the version matches),
-	// so two acquirers can never both win.
+	// ModeCAS: the lock is one object, written with compare-and-swap
+	// (create if absent, replace or delete if the version matches), so two
+	// acquirers can never both win. Used where the storage enforces put and
+	// delete conditions (docs/adr/0019).
 	ModeCAS Mode = "compare-and-swap"
-	// ModeAdvisory: the backend has no conditional writes (Garage), so
-	// acquisition is read, write, then read back after a settle delay. It
-	// catches a second instance started against the same store; it is not
-	// consensus, and two instances racing within about a second can both
-	// believe they hold the lock until the next heartbeat.
-	ModeAdvisory Mode = "advisory"
+	// ModeClaims: the storage has no (or only partial) conditional writes
+	// (Garage), so every acquisition writes a claim of its own and then
+	// lists the others' (docs/adr/0020). Safe when a listing shows every
+	// write that completed before it began.
+	ModeClaims Mode = "claims"
 )
 
-// Record is what the lock object holds: who holds the lock and since when.
-// It is stored as JSON inside the sealed object. Times are the holder's
-// local clock and informational; staleness is judged on the storage's
-// clock from the object's modification time, never from these fields.
+// Claim states, in Record.State.
+const (
+	// StateIntent marks a claim of an acquisition in progress.
+	StateIntent = "intent"
+	// StateHeld marks the lock object or a confirmed claim.
+	StateHeld = "held"
+)
+
+// Record is what a lock object (or a claim) holds: who holds the lock and
+// since when. It is stored as JSON inside the sealed object. Times are the
+// holder's local clock; staleness is judged on the storage's clock from the
+// object's modification time, with the holder's heartbeat field only as a
+// cross-check (docs/adr/0019).
 type Record struct {
-	// InstanceID names the holder; by default its hostname, so that a
-	// crash-restarted container (same hostname) takes its lock back at once.
+	// InstanceID names the holder; by default its hostname.
 	InstanceID string `json:"instance_id"`
 	// Hostname is the holder's host name.
 	Hostname string `json:"hostname"`
-	// PID is the holder's process id, meaningful on Hostname only.
+	// PID is the holder's process id, meaningful in ProcessScope only.
 	PID int `json:"pid"`
-	// ProcessStart is when the holder's process started (Linux: from
-	// /proc/<pid>/stat); zero where the platform does not tell. It tells a
-	// live holder from an unrelated process that reused its PID.
+	// ProcessStartTicks is when the holder's process started, in clock
+	// ticks since boot (Linux: /proc/<pid>/stat field 22); zero where the
+	// platform does not tell. It tells a live holder from an unrelated
+	// process that reused its PID, and does not move with the wall clock.
+	ProcessStartTicks uint64 `json:"process_start_ticks,omitempty"`
+	// ProcessStart is the same start as a wall-clock time, for display.
 	ProcessStart time.Time `json:"process_start,omitzero"`
 	// ProcessScope identifies the PID space the PID belongs to (Linux: the
 	// kernel boot id and the PID namespace). The PID is probed only by an
@@ -51,41 +58,44 @@ type Record struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 	// Heartbeat is when the holder last refreshed the lock.
 	Heartbeat time.Time `json:"heartbeat"`
-	// Epoch is the fencing epoch: it grows by one at every acquisition,
-	// whether it replaces a previous record (takeover, reacquire) or finds
-	// the lock released or broken, whose epoch was saved in [EpochName].
-	// It is at least 1. Only an unreadable lock object with no readable
-	// saved epoch (a store whose every copy of it was lost or re-keyed
-	// away) lets it start again at 1.
+	// Epoch is the fencing epoch: it grows by one at every acquisition
+	// whose fence opened, across releases, breaks and takeovers (epoch
+	// markers, docs/adr/0019). At least 1; zero only in an intent claim.
 	Epoch uint64 `json:"epoch"`
 	// Mode is how the holder enforces the lock.
 	Mode Mode `json:"mode"`
-	// StaleAfter is the holder's own stale window (Options.StaleAfter),
-	// in nanoseconds in the JSON; zero in records written before it was
-	// recorded. Acquire, Inspect and Break judge the lock stale only after
-	// the longer of their own window and this one, so that an acquirer
-	// configured with a short window never takes over a holder that
-	// heartbeats for a long one.
+	// State is StateHeld for the lock object and confirmed claims,
+	// StateIntent for an acquisition in progress. Empty in records written
+	// before claims existed, which means held.
+	State string `json:"state,omitempty"`
+	// StaleAfter is the holder's stale window; others judge the lock
+	// stale only after the longer of their own window and this one.
 	StaleAfter time.Duration `json:"stale_after_ns,omitempty"`
-	// AcquisitionID is random per acquisition. A writer that finds its own
-	// acquisition id on the store holds the lock, even if the answer to its
-	// write was lost and a retry reported a conflict.
+	// HeartbeatInterval is how often the holder refreshes the lock, so
+	// that others can tell a missed heartbeat; zero in older records.
+	HeartbeatInterval time.Duration `json:"heartbeat_ns,omitempty"`
+	// AcquisitionID is random per acquisition attempt. A writer that finds
+	// its own acquisition id on the store holds the lock, even if the
+	// answer to its write was lost; a claim's name carries it too.
 	AcquisitionID string `json:"acquisition_id"`
 }
 
 // errMalformed marks a lock object that opened but is not a lock record.
 var errMalformed = errors.New("not a lock record")
 
-func (r Record) encode() ([]byte, error) {
-	return json.Marshal(r)
-}
+func (r Record) encode() ([]byte, error) { return json.Marshal(r) }
 
-// decodeRecord parses an opened lock object: the one parser behind
+// held reports whether the record is a held lock (the lock object, a
+// confirmed claim) rather than an intent.
+func (r Record) held() bool { return r.State != StateIntent }
+
+// decodeRecord parses an opened lock object or claim: the one parser behind
 // Acquire, Inspect, Break, the heartbeat and Release. Anything but a JSON
-// object naming an instance and an acquisition at an epoch of at least 1
-// is an error wrapping errMalformed, which the lock reports as an
-// unreadable lock. Unknown fields and modes are accepted, so that a lock
-// written by a newer version is still honoured.
+// object naming an instance and an acquisition, in a known state, at an
+// epoch of at least 1 (zero for an intent) is an error wrapping
+// errMalformed, which the lock judges as an unreadable lock. Unknown fields
+// and modes are accepted, so that a lock written by a newer version is
+// still honoured.
 func decodeRecord(data []byte) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -94,10 +104,48 @@ func decodeRecord(data []byte) (Record, error) {
 	if r.InstanceID == "" || r.AcquisitionID == "" {
 		return Record{}, fmt.Errorf("%w: instance_id or acquisition_id missing", errMalformed)
 	}
-	if r.Epoch == 0 {
-		// Every acquisition writes an epoch of at least 1; counting on
-		// from 0 would repeat an epoch.
-		return Record{}, fmt.Errorf("%w: epoch missing or zero", errMalformed)
+	switch r.State {
+	case "", StateHeld:
+		if r.Epoch == 0 {
+			// Every held lock has an epoch of at least 1; counting on from
+			// 0 would repeat an epoch.
+			return Record{}, fmt.Errorf("%w: epoch missing or zero", errMalformed)
+		}
+	case StateIntent:
+	default:
+		return Record{}, fmt.Errorf("%w: unknown state %q", errMalformed, r.State)
+	}
+	if r.StaleAfter < 0 || r.HeartbeatInterval < 0 {
+		return Record{}, fmt.Errorf("%w: negative stale window or heartbeat interval", errMalformed)
 	}
 	return r, nil
 }
+
+// markerRecord is what an epoch marker holds; the number that counts is in
+// its name, which an acquirer reads even when it cannot open the object.
+type markerRecord struct {
+	Epoch         uint64    `json:"epoch"`
+	InstanceID    string    `json:"instance_id"`
+	AcquisitionID string    `json:"acquisition_id"`
+	WrittenAt     time.Time `json:"written_at"`
+}
+
+// legacyEpochRecord is the saved epoch of versions before ADR 0019.
+type legacyEpochRecord struct {
+	Epoch uint64 `json:"epoch"`
+}
+
+// decodeLegacyEpoch parses the legacy saved epoch; anything but a JSON
+// object with an epoch of at least 1 is an error wrapping errMalformed.
+func decodeLegacyEpoch(data []byte) (uint64, error) {
+	var r legacyEpochRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return 0, fmt.Errorf("%w: %w", errMalformed, err)
+	}
+	if r.Epoch == 0 {
+		return 0, fmt.Errorf("%w: epoch missing or zero", errMalformed)
+	}
+	return r.Epoch, nil
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

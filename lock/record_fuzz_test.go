@@ -3,6 +3,7 @@ package lock
 import (
 	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ func TestDecodeRecord_Garbage_IsMalformedNamingWhy(t *testing.T) {
 		{"EpochMissing", `{"instance_id":"a","acquisition_id":"b"}`, "epoch missing or zero"},
 		{"EpochNegative", `{"instance_id":"a","acquisition_id":"b","epoch":-1}`, "cannot unmarshal number -1"},
 		{"BadTime", `{"instance_id":"a","acquisition_id":"b","epoch":1,"heartbeat":"yesterday"}`, "cannot parse"},
+		{"UnknownState", `{"instance_id":"a","acquisition_id":"b","epoch":1,"state":"maybe"}`, `unknown state "maybe"`},
+		{"HeldEpochZero", `{"instance_id":"a","acquisition_id":"b","epoch":0,"state":"held"}`, "epoch missing or zero"},
+		{"NegativeWindow", `{"instance_id":"a","acquisition_id":"b","epoch":1,"stale_after_ns":-5}`, "negative stale window"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := decodeRecord([]byte(c.data))
@@ -79,7 +83,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if r.InstanceID == "" || r.AcquisitionID == "" || r.Epoch == 0 {
+		if r.InstanceID == "" || r.AcquisitionID == "" || (r.held() && r.Epoch == 0) || r.StaleAfter < 0 || r.HeartbeatInterval < 0 {
 			t.Fatalf("decodeRecord(%q) accepted a record the lock cannot act on: %+v", data, r)
 		}
 		// What was accepted survives the lock writing it back (a heartbeat
@@ -99,35 +103,71 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// FuzzDecodeEpoch does the same for the saved epoch object: never a panic,
-// garbage an error matching errMalformedEpoch (readEpoch then warns and
-// counts from zero), and anything accepted an epoch of at least 1.
-func FuzzDecodeEpoch(f *testing.F) {
-	valid, err := epochRecord{Epoch: 9, InstanceID: "pod-a", AcquisitionID: "x", SavedAt: time.Unix(1e9, 0).UTC()}.encode()
-	if err != nil {
-		f.Fatal(err)
+func TestDecodeRecord_IntentMayHaveEpochZero(t *testing.T) {
+	r, err := decodeRecord([]byte(`{"instance_id":"a","acquisition_id":"b","epoch":0,"state":"intent"}`))
+	if err != nil || r.held() {
+		t.Fatalf("an intent = %+v, %v", r, err)
 	}
-	f.Add(valid)
-	for _, s := range []string{``, `null`, `{}`, `{"epoch":0}`, `{"epoch":-1}`, `{"epoch":1.5}`, `{"epoch":"7"}`, `{"epoch":18446744073709551615}`, `[1]`} {
-		f.Add([]byte(s))
+}
+
+func TestDecodeLegacyEpoch(t *testing.T) {
+	if n, err := decodeLegacyEpoch([]byte(`{"epoch":9,"instance_id":"pod-a"}`)); err != nil || n != 9 {
+		t.Fatalf("legacy epoch = %d, %v", n, err)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := decodeEpoch(data)
-		if err != nil {
-			if !errors.Is(err, errMalformedEpoch) || !strings.HasPrefix(err.Error(), "not a lock epoch record: ") {
-				t.Fatalf("decodeEpoch(%q) = %v: not an errMalformedEpoch naming the problem", data, err)
+	for _, s := range []string{``, `null`, `{}`, `{"epoch":0}`, `{"epoch":-1}`, `{"epoch":"7"}`} {
+		if _, err := decodeLegacyEpoch([]byte(s)); !errors.Is(err, errMalformed) {
+			t.Errorf("decodeLegacyEpoch(%q) = %v, want errMalformed", s, err)
+		}
+	}
+}
+
+// FuzzParseName feeds arbitrary names, as a listing of the lock's prefix
+// could hold (anyone with write access can put objects there), to the
+// parser that classifies them. It must never panic; what it accepts as the
+// lock's own must be exactly what the lock writes (so a name round-trips
+// through its formatter), and nothing else may be trusted as a claim or a
+// marker.
+func FuzzParseName(f *testing.F) {
+	acq := "0b8f2a34-8a55-4c55-9d6b-1d6f4a0c2e11"
+	for _, s := range []string{
+		Name, legacyEpochName, intentName(acq), heldName(acq), markerName(1), markerName(math.MaxUint64),
+		".lock.d/", ".lock.d/epoch-", ".lock.d/epoch-00000000000000000000", ".lock.d/epoch-18446744073709551616",
+		".lock.d/epoch-+0000000000000000001", ".lock.d/epoch-0000000000000000001", ".lock.d/claim--1-intent",
+		".lock.d/claim-" + strings.ToUpper(acq) + "-2-held", ".lock.d/claim-" + acq + "-2-held/x", ".locksmith", ".lock.dx/y",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		k, a, epoch := parseName(name)
+		switch k {
+		case kindLock:
+			if name != Name {
+				t.Fatalf("%q parsed as the lock object", name)
 			}
-			return
-		}
-		if r.Epoch == 0 {
-			t.Fatalf("decodeEpoch(%q) accepted epoch 0", data)
-		}
-		enc, err := r.encode()
-		if err != nil {
-			t.Fatalf("accepted epoch record %+v does not encode: %v", r, err)
-		}
-		if r2, err := decodeEpoch(enc); err != nil || r2.Epoch != r.Epoch {
-			t.Fatalf("epoch record %q → %+v, %v", enc, r2, err)
+		case kindLegacyEpoch:
+			if name != legacyEpochName {
+				t.Fatalf("%q parsed as the legacy epoch", name)
+			}
+		case kindIntent:
+			if intentName(a) != name || !validAcquisitionID(a) {
+				t.Fatalf("%q parsed as the intent of %q", name, a)
+			}
+		case kindHeld:
+			if heldName(a) != name || !validAcquisitionID(a) {
+				t.Fatalf("%q parsed as the held claim of %q", name, a)
+			}
+		case kindMarker:
+			if markerName(epoch) != name || epoch == 0 {
+				t.Fatalf("%q parsed as marker %d", name, epoch)
+			}
+		case kindUnknown:
+			if !strings.HasPrefix(name, dirName) {
+				t.Fatalf("%q outside %s parsed as an unknown lock object", name, dirName)
+			}
+		case kindOther:
+			if strings.HasPrefix(name, dirName) || name == Name || name == legacyEpochName {
+				t.Fatalf("%q parsed as not the lock's", name)
+			}
 		}
 	})
 }

@@ -1,31 +1,56 @@
 package lock_test
 
 import (
+	"context"
+	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/s3"
 	"github.com/cairnhq/state/lock/locktest"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
 // S3 timestamps (Last-Modified, Date) have one-second resolution, so the
-// suite's horizons are longer on real servers.
+// suite's windows are longer on real servers.
 const s3StaleAfter = 4 * time.Second
+
+// serverHarness is the suite's settings on a real server: a shorter race
+// with delayed requests than on mem (the full figure runs with the
+// locktest flags).
+func serverHarness(nb func(t *testing.T) backend.Backend) locktest.Harness {
+	return locktest.Harness{NewBackend: nb, StaleAfter: s3StaleAfter, RaceTrials: 50, DelayedRaceTrials: 2, MaxDelay: 500 * time.Millisecond}
+}
 
 func TestLock_Versitygw(t *testing.T) {
 	srv := versitygw.Start(t)
-	locktest.Run(t, locktest.Harness{
-		NewBackend: func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) },
-		StaleAfter: s3StaleAfter,
-	})
+	locktest.Run(t, serverHarness(func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) }))
+}
+
+// versitygw with conditional writes forced off: the claims protocol on a
+// second server.
+func TestLock_VersitygwClaims(t *testing.T) {
+	srv := versitygw.Start(t)
+	locktest.Run(t, serverHarness(func(t *testing.T) backend.Backend {
+		opts := srv.Options(srv.NewBucket(t))
+		opts.Conditional = s3.ConditionalOff
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := s3.New(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}))
 }
 
 func TestLock_Garage(t *testing.T) {
 	srv := garage.Start(t)
-	locktest.Run(t, locktest.Harness{
-		NewBackend: func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) },
-		StaleAfter: s3StaleAfter,
-	})
+	locktest.Run(t, serverHarness(func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) }))
 }

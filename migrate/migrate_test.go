@@ -455,7 +455,7 @@ func TestRun_LockLostDuringStep_CancelsStepAndRefusesItsWrites(t *testing.T) {
 	var writeErr error
 	ms := []migrate.Migration{{ID: "0001-long", Up: func(ctx context.Context, fenced *store.Store) error {
 		// An operator breaks the lock and another instance takes it.
-		if _, err := lock.Break(ctx, st, lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
+		if _, err := lock.Break(ctx, st, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
 			return fmt.Errorf("break: %w", err)
 		}
 		other, err := lock.Acquire(context.WithoutCancel(ctx), st, lock.Options{InstanceID: "pod-b", Logger: quietLogger()})

@@ -30,6 +30,13 @@ var (
 	ErrReservedName = errors.New("state name is reserved for cairn-state's own objects")
 	// ErrInvalidRoot means Options.Root is not a usable root prefix.
 	ErrInvalidRoot = errors.New("invalid root prefix")
+	// ErrUnreadable means the object exists but cannot be opened: it is
+	// sealed to keys this store's sealer does not hold, tampered, not an
+	// envelope, corrupt in storage (backend.ErrCorrupt), or larger than the
+	// maximum object size. The error also wraps the cause (an envelope
+	// sentinel, backend.ErrCorrupt, ErrTooLarge). Storage that fails to
+	// answer is never ErrUnreadable.
+	ErrUnreadable = errors.New("object cannot be opened")
 	// ErrTooLarge means an object is larger than the store's maximum
 	// object size, on write (nothing was written) or on read (the object
 	// was not read into memory).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"strconv"
+	"time"
 
 	"filippo.io/age"
 
@@ -139,6 +140,8 @@ func ExampleGuard() {
 type lostLock struct{}
 
 func (lostLock) Err() error { return errors.New(`state lock lost to "pod-b"`) }
+
+func (lostLock) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 func ExampleStore_WithFence() {
 	ctx := context.Background()

@@ -1,10 +1,15 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/cairnhq/state/backend/fault"
+	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/store"
 )
 
@@ -66,4 +71,75 @@ func TestWithFence_Stacked_EachFenceChecked(t *testing.T) {
 	if base.WithFence(nil) != base {
 		t.Error("WithFence(nil) should return the store itself")
 	}
+}
+
+// A write that stalls in the storage past the fence's deadline (the end of
+// the lock's lease) is cut off, reports ErrFenced, and never lands — even
+// when the storage resumes afterwards. (Measured on 47d6aae: the put passed
+// the check, stalled, and returned nil after another instance had taken
+// over and written.)
+func TestWithFence_StalledWritePastDeadline_CutOffNeverLands(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		inner := mem.New(mem.Options{})
+		f := fault.New(inner)
+		base, err := store.Open(f, newSealer(t), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fence := &switchFence{}
+		fence.setDeadline(time.Now().Add(time.Second))
+		s := base.WithFence(fence)
+
+		resume := f.Stall()
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Put(ctx, "a", []byte("late"), store.PutOptions{})
+			done <- err
+		}()
+		synctest.Wait() // the put is stalled inside the storage
+		time.Sleep(2 * time.Second)
+		err = <-done
+		resume()
+		if !errors.Is(err, store.ErrFenced) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("stalled put past the deadline = %v, want ErrFenced (deadline exceeded)", err)
+		}
+		if !strings.Contains(err.Error(), `"a"`) {
+			t.Errorf("error %q should name the object", err)
+		}
+		if keys := rawKeys(t, inner); len(keys) != 0 {
+			t.Fatalf("the cut-off write landed: %q", keys)
+		}
+	})
+}
+
+// The fence is checked again right before the request: a lock lost while
+// the value was being sealed refuses the write.
+func TestWithFence_LostWhileSealing_Refused(t *testing.T) {
+	ctx := t.Context()
+	inner := mem.New(mem.Options{})
+	fence := &switchFence{}
+	sealer := &hookSealer{Sealer: newSealer(t), onSeal: func() { fence.trip(errLockLost) }}
+	base, err := store.Open(inner, sealer, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = base.WithFence(fence).Put(ctx, "a", []byte("x"), store.PutOptions{})
+	if !errors.Is(err, store.ErrFenced) || !errors.Is(err, errLockLost) {
+		t.Fatalf("put whose fence tripped during sealing = %v, want ErrFenced", err)
+	}
+	if keys := rawKeys(t, inner); len(keys) != 0 {
+		t.Fatalf("the write landed: %q", keys)
+	}
+}
+
+// hookSealer runs onSeal inside Seal.
+type hookSealer struct {
+	store.Sealer
+	onSeal func()
+}
+
+func (h *hookSealer) Seal(name string, plaintext []byte) ([]byte, error) {
+	h.onSeal()
+	return h.Sealer.Seal(name, plaintext)
 }

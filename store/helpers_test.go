@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 	"go.uber.org/goleak"
@@ -71,16 +72,30 @@ func rawGet(t testing.TB, b backend.Backend, key string) []byte {
 	return data
 }
 
-// switchFence is a store.Fence that can be tripped.
+// switchFence is a store.Fence that can be tripped, with an optional
+// deadline.
 type switchFence struct {
-	mu  sync.Mutex
-	err error
+	mu       sync.Mutex
+	err      error
+	deadline time.Time
 }
 
 func (f *switchFence) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.err
+}
+
+func (f *switchFence) Deadline() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline, !f.deadline.IsZero()
+}
+
+func (f *switchFence) setDeadline(d time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deadline = d
 }
 
 func (f *switchFence) trip(err error) {

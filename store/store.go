@@ -38,6 +38,10 @@ type Info struct {
 	Size    int64     // sealed size in bytes
 	Version string    // the backend's version of the sealed object
 	ModTime time.Time // last write, on the storage's clock
+	// Now is the storage's clock when it answered the request that
+	// produced this Info (zero where the backend cannot tell): the
+	// object's age is Now − ModTime, judged on one clock.
+	Now time.Time
 }
 
 // Options configure a Store. The zero value is usable.
@@ -177,7 +181,7 @@ func (s *Store) get(ctx context.Context, key, name string) ([]byte, Info, error)
 	}
 	plain, err := s.c.sealer.Open(name, sealed)
 	if err != nil {
-		return nil, Info{}, fmt.Errorf("store: get %q: %w", name, err)
+		return nil, Info{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
 	}
 	return plain, s.info(name, obj), nil
 }
@@ -187,13 +191,16 @@ func (s *Store) get(ctx context.Context, key, name string) ([]byte, Info, error)
 // the read itself is limited, in case the declared size lied.
 func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Object, error) {
 	rc, obj, err := s.c.b.Get(ctx, key)
+	if errors.Is(err, backend.ErrCorrupt) {
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
+	}
 	if err != nil {
 		return nil, backend.Object{}, s.wrap("get", name, err)
 	}
 	defer rc.Close()
 	limit := s.c.maxSize
 	if obj.Size > limit {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: %d bytes stored, limit %d: %w", name, obj.Size, limit, ErrTooLarge)
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: %d bytes stored, limit %d: %w (%w)", name, obj.Size, limit, ErrTooLarge, ErrUnreadable)
 	}
 	hint := obj.Size
 	if hint < 0 {
@@ -215,7 +222,7 @@ func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Obj
 		}
 	}
 	if int64(len(buf)) > limit {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w", name, limit, obj.Size, ErrTooLarge)
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w (%w)", name, limit, obj.Size, ErrTooLarge, ErrUnreadable)
 	}
 	return buf, obj, nil
 }
@@ -249,9 +256,17 @@ func (s *Store) put(ctx context.Context, key, name string, data []byte, opts Put
 	if int64(len(sealed)) > s.c.maxSize {
 		return Info{}, fmt.Errorf("store: put %q: %d bytes sealed, limit %d: %w", name, len(sealed), s.c.maxSize, ErrTooLarge)
 	}
+	// Sealing takes time: look at the fences again right before the
+	// request, and send it under their deadline (the lease's end), so that
+	// no write of ours lands after another instance could take over.
+	ctx, cancel, err := s.fencedContext(ctx, "put", name)
+	if err != nil {
+		return Info{}, err
+	}
+	defer cancel()
 	obj, err := s.c.b.Put(ctx, key, sealed, backend.PutOptions{IfAbsent: opts.IfAbsent, IfVersion: opts.IfVersion})
 	if err != nil {
-		return Info{}, s.wrap("put", name, err)
+		return Info{}, s.fenceWrap(ctx, "put", name, err)
 	}
 	return s.info(name, obj), nil
 }
@@ -269,11 +284,13 @@ func (s *Store) Delete(ctx context.Context, name string, opts DeleteOptions) err
 	if opts.IfVersion != "" && !s.ConditionalWrites() {
 		return fmt.Errorf("store: delete %q: conditional delete on a backend without compare-and-swap: %w", name, ErrUnsupported)
 	}
-	if err := s.checkFences("delete", name); err != nil {
+	ctx, cancel, err := s.fencedContext(ctx, "delete", name)
+	if err != nil {
 		return err
 	}
+	defer cancel()
 	if err := s.c.b.Delete(ctx, key, backend.DeleteOptions{IfVersion: opts.IfVersion}); err != nil {
-		return s.wrap("delete", name, err)
+		return s.fenceWrap(ctx, "delete", name, err)
 	}
 	return nil
 }
@@ -338,7 +355,7 @@ func (s *Store) ConditionalWrites() bool { return s.c.b.Capabilities().Condition
 func (s *Store) Backend() backend.Backend { return s.c.b }
 
 func (s *Store) info(name string, obj backend.Object) Info {
-	return Info{Name: name, Size: obj.Size, Version: obj.Version, ModTime: obj.ModTime}
+	return Info{Name: name, Size: obj.Size, Version: obj.Version, ModTime: obj.ModTime, Now: obj.Now}
 }
 
 // wrap names the state object in a backend error. Context errors stay

@@ -219,11 +219,11 @@ func readHeader(f *os.File, key string) (backend.Object, error) {
 	}
 	var h [headerLen]byte
 	if _, err := io.ReadFull(f, h[:]); err != nil {
-		return backend.Object{}, fmt.Errorf("fs: get %q: object file %s is corrupt: short header: %w", key, f.Name(), err)
+		return backend.Object{}, fmt.Errorf("fs: get %q: object file %s is corrupt: short header (%v): %w", key, f.Name(), err, backend.ErrCorrupt)
 	}
 	version, ok := parseHeader(h[:])
 	if !ok {
-		return backend.Object{}, fmt.Errorf("fs: get %q: object file %s is corrupt: no cairn-fs header", key, f.Name())
+		return backend.Object{}, fmt.Errorf("fs: get %q: object file %s is corrupt: no cairn-fs header: %w", key, f.Name(), backend.ErrCorrupt)
 	}
 	return backend.Object{
 		Key:     key,

@@ -33,7 +33,7 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := lock.Inspect(ctx, st, a.staleAfter)
+	s, err := lock.Inspect(ctx, st, &lock.InspectOptions{StaleAfter: a.staleAfter})
 	if err != nil {
 		return fmt.Errorf("lock status: %w", err)
 	}
@@ -104,7 +104,7 @@ func runLockBreak(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := lock.Break(ctx, st, lock.BreakOptions{Holder: *holder, Force: *force, StaleAfter: a.staleAfter})
+	r, err := lock.Break(ctx, st, &lock.BreakOptions{Holder: *holder, Force: *force, StaleAfter: a.staleAfter})
 	if err != nil {
 		return fmt.Errorf("lock break: %w", err)
 	}

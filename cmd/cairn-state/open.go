@@ -126,24 +126,19 @@ func instanceID() string {
 // withLock takes the instance lock on st as cairn-state@HOST for what (the
 // write, named in errors), runs fn with a view of st fenced by the lock and
 // a context cancelled if the lock is lost or ctx is done, and releases the
-// lock. A live foreign holder makes it fail with the lock's *HeldError (exit
-// code 3), and so does a lock this run cannot read (no identity, or the
-// wrong one) that is not yet stale: unlike a booting application, which
-// takes an unreadable lock over so as never to brick a boot, an operator's
-// write must not break a live instance's lock because the operator passed
-// the wrong key.
+// lock. A live holder makes it fail with the lock's *HeldError (exit code
+// 3): a foreign instance, another cairn-state process on this host (the
+// same instance id: a duplicate), or a lock this run cannot read that is
+// not yet stale.
 func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
-	id := instanceID()
-	if err := a.refuseSiblingWriter(ctx, st, id); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
 	l, err := lock.Acquire(ctx, st, lock.Options{
-		InstanceID:       id,
-		StaleAfter:       a.staleAfter,
-		RefuseUnreadable: true,
-		Refusal:          refusingToWrite,
-		Logger:           a.logger,
+		InstanceID: instanceID(),
+		StaleAfter: a.staleAfter,
+		Logger:     a.logger,
 	})
+	if errors.Is(err, lock.ErrHeld) {
+		return fmt.Errorf("%s: %s: %w", what, refusingToWrite, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -169,26 +164,5 @@ func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn fun
 	return err
 }
 
-// refuseSiblingWriter refuses to write while another cairn-state process on
-// this host holds the lock. Every CLI process on a host shares the instance
-// id cairn-state@HOST, and the lock lets the same instance id take over at
-// once (a restarted container keeps its hostname): without this check a
-// `put` would silently take the lock from a running `rekey`. A holder whose
-// process is gone (killed mid-rekey) is taken over as usual, which is what
-// makes an interrupted rekey resumable at once.
-func (a *app) refuseSiblingWriter(ctx context.Context, st *store.Store, id string) error {
-	s, err := lock.Inspect(ctx, st, a.staleAfter)
-	if err != nil || !s.Readable || s.Stale {
-		return nil // Acquire judges these cases itself
-	}
-	host, _ := os.Hostname()
-	r := s.Record
-	if r.InstanceID != id || r.Hostname != host || r.PID == os.Getpid() || !processAlive(r.PID) {
-		return nil
-	}
-	return fmt.Errorf("another cairn-state process (pid %d) on this host is writing: %w", r.PID,
-		&lock.HeldError{Holder: r, HeartbeatAge: s.HeartbeatAge, StaleAfter: s.StaleAfter, StaleIn: s.StaleIn, Refusal: refusingToWrite})
-}
-
-// refusingToWrite ends the refusal of a CLI write.
+// refusingToWrite is what a refused CLI write says before the holder.
 const refusingToWrite = "refusing to write"

@@ -131,7 +131,7 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	// The lock about to be replaced: if it is the interrupted run's own,
 	// nobody held the lock since that run last saved its progress.
 	var replacing string
-	if before, err := lock.Inspect(ctx, st, a.staleAfter); err == nil && before.Readable {
+	if before, err := lock.Inspect(ctx, st, &lock.InspectOptions{StaleAfter: a.staleAfter}); err == nil && before.Readable {
 		replacing = before.Record.AcquisitionID
 	}
 	return a.withLock(ctx, st, "rekey", func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
@@ -176,14 +176,14 @@ func (r *rekeyer) run(ctx context.Context, restart bool) (rekeyDoc, error) {
 	var progInfo store.Info
 	havePrev := false
 	err := r.st.List(ctx, "", func(i store.Info) error {
-		switch i.Name {
-		case lock.Name, lock.EpochName:
+		switch {
+		case lock.Owns(i.Name):
 			// The lock record is ours now, written by the new sealer; the
 			// saved epoch is rewritten, sealed by the new sealer too, when
 			// this run releases its lock (lock.Release saves the epoch of
 			// the lock it removes). Re-sealing it here would only race that
 			// write.
-		case progressName:
+		case i.Name == progressName:
 			progInfo, havePrev = i, true
 		default:
 			objs = append(objs, i)

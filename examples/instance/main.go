@@ -178,7 +178,7 @@ func lockLost(inst *state.Instance, staleAfter time.Duration, stderr io.Writer) 
 	var le *lock.LostError
 	if !errors.As(lostErr, &le) || le.Holder == nil {
 		// The heartbeat did not see who took over; look.
-		if s, err := lock.Inspect(ctx, inst.Store(), staleAfter); err == nil && s.Present && s.Readable {
+		if s, err := lock.Inspect(ctx, inst.Store(), &lock.InspectOptions{StaleAfter: staleAfter}); err == nil && s.Present && s.Readable {
 			msg += fmt.Sprintf("; now held by %q (pid %d on %s)", s.Record.InstanceID, s.Record.PID, s.Record.Hostname)
 		}
 	}

@@ -1,20 +1,16 @@
 package locktest
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/backend/fault"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
 
-// wantEpoch fails the test unless l holds epoch want.
 func wantEpoch(t *testing.T, l *lock.Lock, want uint64, what string) {
 	t.Helper()
 	if got := l.Record().Epoch; got != want {
@@ -29,180 +25,105 @@ func (e *env) release(l *lock.Lock) {
 	}
 }
 
-// savedEpoch reads the epoch object as an independent reader would.
-func (e *env) savedEpoch(st *store.Store) (uint64, bool) {
-	e.t.Helper()
-	data, _, err := st.Internal().Get(e.ctx(), lock.EpochName)
-	if errors.Is(err, backend.ErrNotFound) {
-		return 0, false
-	}
-	if err != nil {
-		e.t.Fatalf("read %s: %v", lock.EpochName, err)
-	}
-	var r struct {
-		Epoch uint64 `json:"epoch"`
-	}
-	if err := json.Unmarshal(data, &r); err != nil {
-		e.t.Fatalf("%s holds %q: %v", lock.EpochName, data, err)
-	}
-	return r.Epoch, true
-}
-
-func (e *env) writeEpoch(st *store.Store, data []byte) {
-	e.t.Helper()
-	if _, err := st.Internal().Put(e.ctx(), lock.EpochName, data, store.PutOptions{}); err != nil {
-		e.t.Fatalf("write %s: %v", lock.EpochName, err)
-	}
-}
-
 func testEpochAcrossRelease(t *testing.T, e *env) {
 	st := e.store(nil)
 	for i, id := range []string{"pod-a", "pod-b", "pod-a"} {
 		l := e.acquire(st, e.opts(id))
-		wantEpoch(t, l, uint64(i+1), "acquisition "+id+" after a graceful release")
+		wantEpoch(t, l, uint64(i+1), fmt.Sprintf("acquisition %d by %s", i+1, id))
 		e.release(l)
-		// Release still deletes the lock object; the epoch outlives it.
-		if s := e.status(st); s.Present {
-			t.Fatalf("lock object left after release: %+v", s)
-		}
-		if n, ok := e.savedEpoch(st); !ok || n != uint64(i+1) {
-			t.Fatalf("saved epoch after releasing epoch %d = %d (present %v)", i+1, n, ok)
-		}
 	}
-	// Sealed like all state: the raw epoch object does not show the
-	// releaser.
-	key, err := st.Internal().Key(lock.EpochName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw := readRaw(t, e.b, key); strings.Contains(string(raw), "pod-a") || strings.Contains(string(raw), "epoch") {
-		t.Fatalf("the raw epoch object is in clear: %q", raw)
+	if s := e.status(st); s.Present || s.Epoch != 3 {
+		t.Fatalf("after three releases: %+v", s)
 	}
 }
 
 func testEpochAcrossBreak(t *testing.T, e *env) {
-	ctx := e.ctx()
-	st := e.store(nil)
-	a := e.acquire(st, e.opts("pod-a"))
-	if _, err := lock.Break(ctx, st, lock.BreakOptions{Force: true, Holder: "pod-a", StaleAfter: e.h.StaleAfter}); err != nil {
-		t.Fatalf("forced break: %v", err)
-	}
-	b := e.acquire(st, e.opts("pod-b"))
-	wantEpoch(t, b, 2, "acquisition after a forced break of epoch 1")
-	select {
-	case <-a.Lost():
-	case <-time.After(e.h.StaleAfter):
-		t.Fatal("holder of a broken lock not told")
-	}
-
-	// A stale foreign lock at epoch 7, broken by an operator.
-	st2 := e.storeRoot(nil, "stale")
-	e.writeRecord(st2, foreign("pod-s"))
-	e.waitStale(st2)
-	if _, err := lock.Break(ctx, st2, lock.BreakOptions{StaleAfter: e.h.StaleAfter}); err != nil {
-		t.Fatalf("break stale: %v", err)
-	}
-	wantEpoch(t, e.acquire(st2, e.opts("pod-b")), 8, "acquisition after breaking a stale epoch-7 lock")
+	e.part(t, "Readable", func(t *testing.T) {
+		st := e.storeRoot(nil, "readable")
+		a := e.acquire(st, e.opts("pod-a"))
+		b := e.takeOver(st, a) // Break writes marker 2, so the next is 3
+		if b.Record().Epoch <= a.Record().Epoch {
+			t.Fatalf("epoch %d after a break of %d", b.Record().Epoch, a.Record().Epoch)
+		}
+	})
+	e.part(t, "UnreadableForced", func(t *testing.T) {
+		st := e.storeRoot(nil, "unreadable")
+		rec := e.foreign("pod-x")
+		rec.Epoch = 41
+		e.plant(e.otherKeyStore(st), rec)
+		if _, err := lock.Break(e.ctx(), st, &lock.BreakOptions{Force: true, StaleAfter: e.stale()}); err != nil {
+			t.Fatalf("forced break of an unreadable lock: %v", err)
+		}
+		l := e.acquire(st, e.opts("pod-b"))
+		if l.Record().Epoch <= 41 {
+			t.Fatalf("epoch %d after breaking an unreadable lock at epoch 41 (ADR 0008 went back to 1)", l.Record().Epoch)
+		}
+	})
 }
 
-func testEpochAcrossStaleTakeover(t *testing.T, e *env) {
+// An out-of-band delete of the holder's object (by hand, a bucket policy)
+// does not make two holders share an epoch: the markers remember.
+func testEpochOutOfBandDelete(t *testing.T, e *env) {
 	st := e.store(nil)
-	e.release(e.acquire(st, e.opts("pod-a")))
-	e.release(e.acquire(st, e.opts("pod-a")))
-	a, resume := stalledHolder(t, e) // epoch 3, then silent
-	wantEpoch(t, a, 3, "third acquisition")
-	e.waitStale(st)
-	b := e.acquire(st, e.opts("pod-b"))
-	wantEpoch(t, b, 4, "takeover of the stale epoch-3 lock")
-	resume()
-	if err := a.Release(e.ctx()); !errors.Is(err, lock.ErrLost) {
-		t.Fatalf("Release after loss = %v, want ErrLost", err)
-	}
-	// The loser saved nothing: the new holder's release counts on.
-	e.release(b)
-	wantEpoch(t, e.acquire(st, e.opts("pod-c")), 5, "acquisition after the new holder's release")
-}
-
-func testEpochNeverLowered(t *testing.T, e *env) {
-	st := e.store(e.f)
-	sealed := func(n uint64) []byte { return []byte(`{"epoch":` + jsonNum(n) + `}`) }
-	e.writeEpoch(st, sealed(10))
 	a := e.acquire(st, e.opts("pod-a"))
-	wantEpoch(t, a, 11, "acquisition over a saved epoch 10")
-	// Something saved a higher epoch while a held the lock (an operator's
-	// restore, an older holder's late save): a's release must not lower it.
-	e.writeEpoch(st, sealed(20))
-	e.release(a)
-	if n, _ := e.savedEpoch(st); n != 20 {
-		t.Fatalf("release lowered the saved epoch to %d, want 20", n)
-	}
-	wantEpoch(t, e.acquire(st, e.opts("pod-b")), 21, "acquisition over a saved epoch 20")
-
-	// A release that cannot save the epoch leaves the lock to go stale
-	// rather than let the epoch start again.
-	st2 := e.storeRoot(e.f, "save-fails")
-	c := e.acquire(st2, e.opts("pod-c"))
-	key, err := st2.Internal().Key(lock.EpochName)
-	if err != nil {
+	e.release(e.acquire(e.storeRoot(nil, "other"), e.opts("x"))) // unrelated store
+	if err := st.Internal().Delete(e.ctx(), e.holderObject(a.Record()), store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.f.SetHook(func(_ context.Context, call fault.Call) error {
-		if call.Op == fault.OpPut && call.Key == key {
-			return fault.ErrInjected
-		}
-		return nil
-	})
-	err = c.Release(e.ctx())
-	e.f.SetHook(nil)
-	if !errors.Is(err, fault.ErrInjected) {
-		t.Fatalf("Release with a failing epoch save = %v, want the save's error", err)
+	b := e.acquire(st, e.opts("pod-b"))
+	if b.Record().Epoch <= a.Record().Epoch {
+		t.Fatalf("epoch %d after an out-of-band delete of epoch %d", b.Record().Epoch, a.Record().Epoch)
 	}
-	if s := e.status(st2); !s.Present || s.Record.AcquisitionID != c.Record().AcquisitionID {
-		t.Fatalf("lock after a failed epoch save = %+v, want it left in place", s)
-	}
-	// The same instance restarting takes it over at once, counting on.
-	wantEpoch(t, e.acquire(st2, e.opts("pod-c")), 2, "restart after a failed release")
+	eventually(t, 2*e.heartbeat()+e.slack(), "the first holder learns its lock is gone", func() bool { return isLost(a) })
 }
 
-func jsonNum(n uint64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
+// An instance with another key took the lock three times; ours takes it
+// over once stale and counts on (ADR 0008 went 3 → 1).
+func testEpochUnreadableTakeover(t *testing.T, e *env) {
+	st := e.store(nil)
+	other := e.otherKeyStore(st)
+	for range 3 {
+		e.release(e.acquire(other, e.opts("pod-other")))
+	}
+	rec := e.foreign("pod-other")
+	rec.Epoch = 4
+	e.plant(other, rec) // a fourth acquisition, then its process died
+	eventually(t, 2*e.stale()+e.slack(), "the other key's lock goes stale", func() bool { return e.status(st).Stale })
+	l := e.acquire(st, e.opts("pod-b"))
+	wantEpoch(t, l, 5, "after taking over another key's lock at epoch 4")
 }
 
-func testGarbageEpoch(t *testing.T, e *env) {
-	cases := []struct {
-		name  string
-		write func(st *store.Store)
-	}{
-		{"SealedToAnotherIdentity", func(st *store.Store) { e.writeEpoch(e.otherKeyStore(st), []byte(`{"epoch":41}`)) }},
-		{"NotJSON", func(st *store.Store) { e.writeEpoch(st, []byte("{not json")) }},
-		{"EpochZero", func(st *store.Store) { e.writeEpoch(st, []byte(`{"epoch":0}`)) }},
-		{"EpochNegative", func(st *store.Store) { e.writeEpoch(st, []byte(`{"epoch":-3}`)) }},
-		{"NotSealed", func(st *store.Store) {
-			e.writeGarbage(st, lock.EpochName)
-		}},
+func testEpochOverflow(t *testing.T, e *env) {
+	st := e.store(nil)
+	e.put(st, marker(math.MaxUint64), []byte(`{}`))
+	_, err := lock.Acquire(e.ctx(), st, e.opts("pod-a"))
+	if !errors.Is(err, lock.ErrEpochExhausted) || !strings.Contains(err.Error(), marker(math.MaxUint64)) {
+		t.Fatalf("Acquire over an epoch marker of 2^64-1 = %v, want ErrEpochExhausted naming the marker", err)
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			st := e.storeRoot(nil, "garbage-epoch-"+c.name)
-			c.write(st)
-			l := e.acquire(st, e.opts("pod-a"))
-			wantEpoch(t, l, 1, "acquisition over an unreadable saved epoch")
-			// Release replaces the garbage with a readable epoch.
-			e.release(l)
-			if n, ok := e.savedEpoch(st); !ok || n != 1 {
-				t.Fatalf("saved epoch after release = %d (present %v), want 1", n, ok)
+	if got := e.names(st); len(got) != 1 {
+		t.Fatalf("the refused acquisition wrote %q", got)
+	}
+}
+
+// A store last locked by a version before epoch markers keeps counting on
+// from its saved epoch; a garbage saved epoch is ignored with a warning.
+func testLegacyEpoch(t *testing.T, e *env) {
+	st := e.storeRoot(nil, "legacy")
+	e.put(st, ".lock-epoch", []byte(`{"epoch":41,"instance_id":"old"}`))
+	l := e.acquire(st, e.opts("pod-a"))
+	wantEpoch(t, l, 42, "after a legacy saved epoch of 41")
+	eventually(t, e.stale(), "the legacy saved epoch is deleted once a marker holds the epoch", func() bool {
+		for _, n := range e.names(st) {
+			if n == ".lock-epoch" {
+				return false
 			}
-			wantEpoch(t, e.acquire(st, e.opts("pod-b")), 2, "acquisition after the garbage was replaced")
-
-			// Beside a readable lock the saved epoch is not read at all.
-			st2 := e.storeRoot(nil, "garbage-epoch-held-"+c.name)
-			c.write(st2)
-			e.writeRecord(st2, foreign("pod-a"))
-			wantEpoch(t, e.acquire(st2, e.opts("pod-a")), 8, "restart over a readable epoch-7 lock")
-		})
-	}
-	if _, ok := e.logs.find("WARN", "saved lock epoch is unreadable"); !ok {
-		t.Fatalf("no warning logged for an unreadable saved epoch:\n%s", e.logs.dump())
+		}
+		return true
+	})
+	garbage := e.storeRoot(nil, "garbage")
+	e.put(garbage, ".lock-epoch", []byte(`not json`))
+	wantEpoch(t, e.acquire(garbage, e.opts("pod-a")), 1, "after a garbage legacy epoch")
+	if _, ok := e.logs.find("WARN", "legacy saved epoch"); !ok {
+		t.Fatalf("no warning about the garbage legacy epoch:\n%s", e.logs.dump())
 	}
 }

@@ -1,0 +1,310 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/state/backend/fault"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/store"
+)
+
+func testRelease(t *testing.T, e *env) {
+	st := e.store(nil)
+	l := e.acquire(st, e.opts("pod-a"))
+	fenced := st.WithFence(l)
+	if _, err := fenced.Put(e.ctx(), "app", []byte("v1"), store.PutOptions{}); err != nil {
+		t.Fatalf("write while held: %v", err)
+	}
+	if err := l.Release(e.ctx()); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if s := e.status(st); s.Present || len(s.Contenders) != 0 {
+		t.Fatalf("lock still present after release: %+v", s)
+	}
+	if got := e.names(st); len(got) != 1 || got[0] != marker(1) {
+		t.Fatalf("after release the lock's objects are %q, want only the epoch marker", got)
+	}
+	if !errors.Is(l.Err(), lock.ErrReleased) {
+		t.Fatalf("Err after release = %v", l.Err())
+	}
+	select {
+	case <-l.Context().Done():
+		if !errors.Is(context.Cause(l.Context()), lock.ErrReleased) {
+			t.Fatalf("context cause %v", context.Cause(l.Context()))
+		}
+	default:
+		t.Fatal("context not cancelled on release")
+	}
+	if isLost(l) {
+		t.Fatal("Lost closed by a release")
+	}
+	_, err := fenced.Put(e.ctx(), "app", []byte("v2"), store.PutOptions{})
+	if !errors.Is(err, store.ErrFenced) || !errors.Is(err, lock.ErrReleased) {
+		t.Fatalf("write after release = %v, want ErrFenced and ErrReleased", err)
+	}
+	if err := l.Release(e.ctx()); err != nil {
+		t.Fatalf("second Release = %v, want nil", err)
+	}
+	// The next instance boots at once.
+	if b := e.acquire(st, e.opts("pod-b")); b.Record().Epoch != 2 {
+		t.Fatalf("next epoch %d, want 2", b.Record().Epoch)
+	}
+}
+
+// takeOver breaks a's lock by force and acquires it as pod-b.
+func (e *env) takeOver(st *store.Store, a *lock.Lock) *lock.Lock {
+	e.t.Helper()
+	if _, err := lock.Break(e.ctx(), st, &lock.BreakOptions{Holder: a.Record().InstanceID, Force: true, StaleAfter: e.stale()}); err != nil {
+		e.t.Fatalf("Break: %v", err)
+	}
+	return e.acquire(st, e.opts("pod-b"))
+}
+
+func testLossDetected(t *testing.T, e *env) {
+	st := e.store(nil)
+	a := e.acquire(st, e.opts("pod-a"))
+	fenced := st.WithFence(a)
+	b := e.takeOver(st, a)
+	select {
+	case <-a.Lost():
+	case <-time.After(2*e.heartbeat() + e.slack()):
+		t.Fatalf("the holder did not notice the takeover within two heartbeats")
+	}
+	var le *lock.LostError
+	if !errors.As(a.Err(), &le) || !errors.Is(a.Err(), lock.ErrLost) {
+		t.Fatalf("Err after loss = %v", a.Err())
+	}
+	if le.Holder != nil && le.Holder.AcquisitionID != b.Record().AcquisitionID {
+		t.Fatalf("loss names %+v, want the new holder", le.Holder)
+	}
+	if !errors.Is(context.Cause(a.Context()), lock.ErrLost) {
+		t.Fatalf("context cause %v", context.Cause(a.Context()))
+	}
+	_, err := fenced.Put(e.ctx(), "app", []byte("late"), store.PutOptions{})
+	if !errors.Is(err, store.ErrFenced) || !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("write after loss = %v, want ErrFenced and ErrLost", err)
+	}
+	if err := a.Release(e.ctx()); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Release after loss = %v, want ErrLost", err)
+	}
+	if s := e.status(st); s.Record.AcquisitionID != b.Record().AcquisitionID {
+		t.Fatalf("the loser's release touched the new holder's lock: %+v", s)
+	}
+	if b.Record().Epoch <= a.Record().Epoch {
+		t.Fatalf("epochs %d then %d: not growing", a.Record().Epoch, b.Record().Epoch)
+	}
+}
+
+// A release that races a takeover (between two heartbeats, before the
+// loser's heartbeat noticed) reports ErrLost and leaves the new holder's
+// lock alone.
+func testReleaseRacingTakeover(t *testing.T, e *env) {
+	st := e.store(nil)
+	o := e.opts("pod-a")
+	o.HeartbeatInterval = e.stale() / 2 // a long gap between beats
+	a := e.acquire(st, o)
+	b := e.takeOver(st, a)
+	err := a.Release(e.ctx())
+	if !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Release racing a takeover = %v, want ErrLost", err)
+	}
+	if s := e.status(st); !s.Present || s.Record.AcquisitionID != b.Record().AcquisitionID {
+		t.Fatalf("the new holder's lock was touched: %+v", s)
+	}
+	if b.Err() != nil {
+		t.Fatalf("the new holder's fence: %v", b.Err())
+	}
+}
+
+// An outage longer than the lease but shorter than the stale window
+// suspends the fence (writes refused, ErrSuspended), then the heartbeat
+// confirms the lock again and writes resume: no loss.
+func testBriefOutage(t *testing.T, e *env) {
+	st := e.store(e.f)
+	a := e.acquire(st, e.opts("pod-a"))
+	fenced := st.WithFence(a)
+	e.f.SetUnavailable(true)
+	eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends during the outage", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
+	_, err := fenced.Put(e.ctx(), "app", []byte("x"), store.PutOptions{})
+	if !errors.Is(err, store.ErrFenced) || !errors.Is(err, lock.ErrSuspended) {
+		t.Fatalf("write while suspended = %v, want ErrFenced and ErrSuspended", err)
+	}
+	if isLost(a) {
+		t.Fatal("lost during a brief outage")
+	}
+	e.f.SetUnavailable(false)
+	eventually(t, 2*e.heartbeat()+e.slack(), "the fence reopens after the outage", func() bool { return a.Err() == nil })
+	if isLost(a) {
+		t.Fatalf("lost: %v", a.Err())
+	}
+	if _, err := fenced.Put(e.ctx(), "app", []byte("y"), store.PutOptions{}); err != nil {
+		t.Fatalf("write after the outage: %v", err)
+	}
+	if _, ok := e.logs.find("confirmed again"); !ok {
+		t.Fatalf("no log of the fence reopening:\n%s", e.logs.dump())
+	}
+}
+
+// An outage past the long lease loses the lock, before anyone may judge it
+// stale.
+func testLongOutage(t *testing.T, e *env) {
+	st := e.store(e.f)
+	a := e.acquire(st, e.opts("pod-a"))
+	e.f.SetUnavailable(true)
+	select {
+	case <-a.Lost():
+	case <-time.After(e.stale() + e.slack()):
+		t.Fatal("not lost after the stale window of outage")
+	}
+	e.f.SetUnavailable(false)
+	if !strings.Contains(a.Err().Error(), "no heartbeat was confirmed") {
+		t.Fatalf("loss reason %v", a.Err())
+	}
+}
+
+// A holder paused past the stale window (a stalled process) loses the
+// lock; the moment it resumes its fence refuses writes, before any request.
+func testPausedHolder(t *testing.T, e *env) {
+	st := e.store(e.f)
+	a := e.acquire(st, e.opts("pod-a"))
+	fenced := st.WithFence(a)
+	resume := e.f.Stall()
+	defer resume()
+	// Another instance takes the stale lock over meanwhile.
+	o := e.opts("pod-b")
+	o.WaitForStale = true
+	b := e.acquire(e.store(nil), o)
+	if b.Record().Epoch <= a.Record().Epoch {
+		t.Fatalf("epoch %d after %d", b.Record().Epoch, a.Record().Epoch)
+	}
+	if a.Err() == nil {
+		t.Fatal("the paused holder's fence is still open after a takeover")
+	}
+	_, err := fenced.Put(e.ctx(), "app", []byte("late"), store.PutOptions{})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("paused holder's write = %v, want ErrFenced", err)
+	}
+	resume()
+	eventually(t, 2*e.heartbeat()+e.slack(), "the paused holder learns it lost", func() bool { return isLost(a) })
+	if err := a.Release(e.ctx()); !errors.Is(err, lock.ErrLost) {
+		t.Fatalf("Release = %v, want ErrLost", err)
+	}
+	if s := e.status(e.store(nil)); s.Record.AcquisitionID != b.Record().AcquisitionID {
+		t.Fatalf("the new holder's lock was touched: %+v", s)
+	}
+}
+
+// A fenced write that stalls in the storage is cut off at the lease's end:
+// it never lands after another instance could take over (measured on
+// 47d6aae: it returned nil after the new holder had written, replacing its
+// value).
+func testStalledFencedWrite(t *testing.T, e *env) {
+	st := e.store(e.f)
+	a := e.acquire(st, e.opts("pod-a"))
+	fenced := st.WithFence(a)
+	deadline, _ := a.Deadline()
+	resume := e.f.Stall() // the write and the heartbeats hang alike
+	defer resume()
+	done := make(chan error, 1)
+	go func() {
+		_, err := fenced.Put(context.Background(), "app", []byte("from a"), store.PutOptions{})
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(e.stale()):
+		t.Fatal("the stalled fenced write was not cut off within the stale window")
+	}
+	cutOff := time.Now()
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("stalled fenced write = %v, want ErrFenced", err)
+	}
+	if late := cutOff.Sub(deadline); late > e.slack() {
+		t.Fatalf("cut off %s after the lease's end", late)
+	}
+	// The earliest another instance can start is a quarter heartbeat
+	// after the lease's end (a same-id watcher, docs/adr/0019).
+	t.Logf("stalled fenced write cut off %s after the lease's end; the earliest takeover is %s after it", cutOff.Sub(deadline).Round(time.Millisecond), e.heartbeat()/4)
+
+	o := e.opts("pod-b")
+	o.WaitForStale = true
+	b := e.acquire(e.store(nil), o)
+	if _, err := e.store(nil).WithFence(b).Put(e.ctx(), "app", []byte("from b"), store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	eventually(t, 2*e.heartbeat()+e.slack(), "the stalled holder learns it lost", func() bool { return isLost(a) })
+	if got, _, err := e.store(nil).Get(e.ctx(), "app"); err != nil || string(got) != "from b" {
+		t.Fatalf("app = %q, %v; want the new holder's value", got, err)
+	}
+}
+
+// One heartbeat request that hangs does not eat the lease: it is cut off
+// and retried, and the lock stays held.
+func testHungHeartbeat(t *testing.T, e *env) {
+	st := e.store(e.f)
+	a := e.acquire(st, e.opts("pod-a"))
+	holder := e.holderObject(a.Record())
+	hung := make(chan struct{}, 1)
+	first := true
+	e.f.SetHook(func(ctx context.Context, c fault.Call) error {
+		if c.Op == fault.OpPut && strings.HasSuffix(c.Key, holder) && first {
+			first = false
+			hung <- struct{}{}
+			<-ctx.Done() // a connection that never answers
+			return ctx.Err()
+		}
+		return nil
+	})
+	select {
+	case <-hung:
+	case <-time.After(2*e.heartbeat() + e.slack()):
+		t.Fatal("no heartbeat was sent")
+	}
+	never(t, 2*e.heartbeat(), "the lock was lost over one hung request", func() bool { return isLost(a) })
+	eventually(t, e.heartbeat()+e.slack(), "the fence is open after the retry", func() bool { return a.Err() == nil })
+}
+
+// A create that landed but whose answer was a 412 (an SDK retry of a
+// request that had succeeded) still acquires.
+func testLostCreateAck(t *testing.T, e *env) {
+	st := e.store(e.f)
+	e.f.LosePutAcks(1)
+	l := e.acquire(st, e.opts("pod-a"))
+	if l.Record().Epoch != 1 {
+		t.Fatalf("epoch %d, want 1", l.Record().Epoch)
+	}
+}
+
+func testLostHeartbeatAck(t *testing.T, e *env) {
+	st := e.store(e.f)
+	l := e.acquire(st, e.opts("pod-a"))
+	e.f.LosePutAcks(1)
+	never(t, 3*e.heartbeat(), "lost the lock over a lost heartbeat answer", func() bool { return isLost(l) })
+	if s := e.status(st); s.Record.AcquisitionID != l.Record().AcquisitionID {
+		t.Fatalf("status %+v", s)
+	}
+}
+
+// A standby that waited for a stale lock counts its lease from the write
+// that succeeded, not from its first attempt: it holds the lock for more
+// than a lease after winning it.
+func testWaitForStale(t *testing.T, e *env) {
+	st := e.store(nil)
+	e.plant(st, e.foreign("pod-a"))
+	o := e.opts("pod-b")
+	o.WaitForStale = true
+	b := e.acquire(st, o)
+	if b.Err() != nil {
+		t.Fatalf("fence right after winning the lock: %v", b.Err())
+	}
+	never(t, 2*e.heartbeat(), "the standby lost the lock it had just won", func() bool { return isLost(b) })
+	if _, err := st.WithFence(b).Put(e.ctx(), "app", []byte("b"), store.PutOptions{}); err != nil && !errors.Is(err, lock.ErrSuspended) {
+		t.Fatalf("write: %v", err)
+	}
+}
