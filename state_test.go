@@ -293,6 +293,8 @@ func TestOpenBackend_FileURLs(t *testing.T) {
 		{url: "file://" + filepath.ToSlash(abs), dir: abs},
 		{url: "file:///" + strings.TrimPrefix(filepath.ToSlash(abs), "/") + "/nested", dir: filepath.Join(abs, "nested")},
 		{url: "file:rel/state", dir: "rel/state"},
+		{url: "FILE:upper/state", dir: "upper/state"},
+		{url: "File://" + filepath.ToSlash(abs) + "/mixed", dir: filepath.Join(abs, "mixed")},
 		{url: "file:rel%20with%20space", dir: "rel with space"},
 		{url: "file://localhost" + filepath.ToSlash(abs) + "/lh", dir: filepath.Join(abs, "lh")},
 		{url: "file://otherhost/x", fail: "only local directories"},
@@ -302,7 +304,7 @@ func TestOpenBackend_FileURLs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.url, func(t *testing.T) {
-			b, root, err := state.OpenBackend(context.Background(), c.url, quiet())
+			b, root, err := state.OpenBackend(context.Background(), c.url, state.BackendOptions{Logger: quiet()})
 			if c.fail != "" {
 				if !errors.Is(err, state.ErrBadURL) || !strings.Contains(err.Error(), c.fail) {
 					t.Fatalf("err = %v, want ErrBadURL saying %q", err, c.fail)
