@@ -148,3 +148,29 @@ func TestOpenBackend_CredentialsInURL_NeverInErrorsOrLogs(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRedactURL: RedactURL never panics, and the userinfo of an s3 URL or
+// of its endpoint never survives it, whatever the credentials and the rest
+// of the URL are.
+func FuzzRedactURL(f *testing.F) {
+	f.Add("AKID", "SECRET", "bucket/root", "endpoint=http://127.0.0.1:3900&region=garage")
+	f.Add("a", "b", "b", "token=b")
+	f.Add("AK%3AID", "SE%40CRET", "x", "endpoint=http%3A%2F%2FU%3AP%40host")
+	f.Fuzz(func(t *testing.T, user, pass, path, query string) {
+		for _, s := range []string{user, pass, path, query} {
+			_ = state.RedactURL(s)
+		}
+		if user == "" || pass == "" || strings.ContainsAny(user+pass, "/?#@:\"' \t\n\r\v\f") {
+			return
+		}
+		ui := user + ":" + pass
+		for _, u := range []string{
+			"s3://" + ui + "@" + path + "?" + query,
+			"s3://bucket?endpoint=http://" + ui + "@host:1&" + query,
+		} {
+			if got := state.RedactURL(u); strings.Contains(got, ui) {
+				t.Fatalf("RedactURL(%q) = %q keeps %q", u, got, ui)
+			}
+		}
+	})
+}
