@@ -48,3 +48,4 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDiskPath$$' -fuzztime $(FUZZTIME) ./backend/fs
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./lock
 	$(GO) test -run '^$$' -fuzz '^FuzzParseName$$' -fuzztime $(FUZZTIME) ./lock
+	$(GO) test -run '^$$' -fuzz '^FuzzRedactURL$$' -fuzztime $(FUZZTIME) .

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -20,48 +21,84 @@ import (
 // ErrBadURL means a backend URL could not be understood.
 var ErrBadURL = errors.New("bad backend URL")
 
+// ErrNoStore means a store that must exist does not: a file: URL names a
+// directory that is missing (see [BackendOptions].MustExist).
+var ErrNoStore = errors.New("no state store")
+
 const urlForms = "want file:///abs/path, file:rel/path or s3://BUCKET[/ROOT/PREFIX]?endpoint=URL&region=R"
+
+// BackendOptions configure [OpenBackend]. The zero value gives the
+// defaults.
+type BackendOptions struct {
+	// Logger receives the backend's own reports, such as the
+	// conditional-write probe's outcome; nil means slog.Default(). The
+	// credentials the URL carries are hidden from what it receives.
+	Logger *slog.Logger
+	// MustExist makes OpenBackend fail with an error matching ErrNoStore,
+	// creating nothing, when a file: URL names a directory that does not
+	// exist: for tools that only look at a store, where a missing
+	// directory is a typo, not a first boot. By default the directory is
+	// created (0700), as an application's first boot needs. S3 buckets
+	// are never created, so s3: URLs are not affected.
+	MustExist bool
+}
 
 // OpenBackend opens the backend a URL names and returns it with the root
 // prefix the store must use:
 //
 //   - file:///abs/path or file:rel/path (relative to the working directory):
-//     a local directory, created (0700) if missing; the root is empty;
+//     a local directory, created (0700) if missing unless opts.MustExist;
+//     the root is empty;
 //   - s3://BUCKET[/ROOT/PREFIX]?endpoint=URL&region=R&path_style=true&conditional=auto|on|off:
 //     an S3 bucket, with credentials from the standard AWS chain; the root
 //     is ROOT/PREFIX. With conditional=auto (the default) the server's
 //     conditional-write support is probed under the root's reserved prefix.
 //
-// Errors wrap ErrBadURL when the URL itself is wrong. logger (nil means
-// slog.Default()) receives the backend's own reports, such as the probe's
-// outcome.
-func OpenBackend(ctx context.Context, rawURL string, logger *slog.Logger) (backend.Backend, string, error) {
+// Schemes are case-insensitive (FILE:, S3://). Errors wrap ErrBadURL when
+// the URL itself is wrong, and ErrNoStore for a missing directory under
+// opts.MustExist. Errors and log records name the URL with its credentials
+// hidden ([RedactURL]).
+func OpenBackend(ctx context.Context, rawURL string, opts BackendOptions) (backend.Backend, string, error) {
+	b, root, err := openBackend(ctx, rawURL, opts)
+	return b, root, redactErr(err, rawURL)
+}
+
+func openBackend(ctx context.Context, rawURL string, opts BackendOptions) (backend.Backend, string, error) {
+	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
+	logger = redactLogger(logger, rawURL)
+	scheme, rest, _ := strings.Cut(rawURL, ":")
 	switch {
 	case strings.TrimSpace(rawURL) == "":
 		return nil, "", fmt.Errorf("%w: empty (set %s or pass a URL); %s", ErrBadURL, EnvURL, urlForms)
-	case strings.HasPrefix(rawURL, "s3://"):
-		opts, root, err := s3.ParseURL(rawURL)
+	case strings.EqualFold(scheme, "s3") && strings.HasPrefix(rest, "//"):
+		// RFC 3986 schemes are case-insensitive; the s3 parser is given
+		// the canonical one.
+		s3opts, root, err := s3.ParseURL("s3:" + rest)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", ErrBadURL, err)
 		}
-		opts.Logger = logger
+		s3opts.Logger = logger
 		if root != "" {
-			opts.ProbePrefix = root + "/" + store.Prefix
+			s3opts.ProbePrefix = root + "/" + store.Prefix
 		}
-		b, err := s3.New(ctx, opts)
+		b, err := s3.New(ctx, s3opts)
 		if err != nil {
 			return nil, "", err
 		}
 		return b, root, nil
-	case strings.HasPrefix(rawURL, "file:"):
+	case strings.EqualFold(scheme, "file"):
 		dir, err := filePath(rawURL)
 		if err != nil {
 			return nil, "", err
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if opts.MustExist {
+			if err := mustExist(dir); err != nil {
+				return nil, "", err
+			}
+		} else if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, "", fmt.Errorf("state directory: %w", err)
 		}
 		// A write takes milliseconds; an hour-old temp file is a killed
@@ -72,8 +109,26 @@ func OpenBackend(ctx context.Context, rawURL string, logger *slog.Logger) (backe
 		}
 		return b, "", nil
 	default:
-		return nil, "", fmt.Errorf("%w: %q: unknown scheme; %s", ErrBadURL, redact(rawURL), urlForms)
+		return nil, "", fmt.Errorf("%w %q: unknown scheme; %s", ErrBadURL, RedactURL(rawURL), urlForms)
 	}
+}
+
+// mustExist fails with ErrNoStore unless dir is an existing directory.
+func mustExist(dir string) error {
+	shown := dir
+	if abs, err := filepath.Abs(dir); err == nil {
+		shown = abs
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		return fmt.Errorf("%w at %s: the directory does not exist", ErrNoStore, shown)
+	case err != nil:
+		return fmt.Errorf("state directory: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w at %s: not a directory", ErrNoStore, shown)
+	}
+	return nil
 }
 
 // filePath returns the directory of a file: URL.
@@ -82,30 +137,23 @@ func filePath(raw string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadURL, err)
 	}
+	raw = RedactURL(raw)
 	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("%w: %q: a file URL takes no query, fragment or user", ErrBadURL, raw)
+		return "", fmt.Errorf("%w %q: a file URL takes no query, fragment or user", ErrBadURL, raw)
 	}
 	var p string
 	switch {
 	case u.Opaque != "": // file:rel/path
 		if p, err = url.PathUnescape(u.Opaque); err != nil {
-			return "", fmt.Errorf("%w: %q: %w", ErrBadURL, raw, err)
+			return "", fmt.Errorf("%w %q: %w", ErrBadURL, raw, err)
 		}
 	case u.Host != "" && u.Host != "localhost":
-		return "", fmt.Errorf("%w: %q: host %q: only local directories are supported (file:///abs/path)", ErrBadURL, raw, u.Host)
+		return "", fmt.Errorf("%w %q: host %q: only local directories are supported (file:///abs/path)", ErrBadURL, raw, u.Host)
 	default: // file:///abs/path
 		p = u.Path
 	}
 	if p == "" {
-		return "", fmt.Errorf("%w: %q: no path; %s", ErrBadURL, raw, urlForms)
+		return "", fmt.Errorf("%w %q: no path; %s", ErrBadURL, raw, urlForms)
 	}
 	return filepath.Clean(filepath.FromSlash(p)), nil
-}
-
-// redact hides a password, should a URL carry one, before it is printed.
-func redact(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable URL)"
 }

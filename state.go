@@ -82,7 +82,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	b, root := cfg.Backend, cfg.Root
 	if b == nil {
 		var err error
-		if b, root, err = OpenBackend(ctx, cfg.URL, logger); err != nil {
+		if b, root, err = OpenBackend(ctx, cfg.URL, BackendOptions{Logger: logger}); err != nil {
 			return nil, &OpenError{StageBackend, err}
 		}
 	}
@@ -91,7 +91,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		return nil, &OpenError{stage, err}
 	}
 
-	env, err := openEnvelope(cfg)
+	env, err := openEnvelope(cfg, logger)
 	if err != nil {
 		return fail(StageEnvelope, err)
 	}
@@ -139,10 +139,16 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	}, nil
 }
 
-// openEnvelope loads the identities and recipients of cfg.
-func openEnvelope(cfg Config) (*envelope.Envelope, error) {
+// openEnvelope loads the identities and recipients of cfg. An identity
+// file that group or others may access is warned about, not refused: the
+// platforms an application boots on cannot always give 0600 (ADR 0018).
+func openEnvelope(cfg Config, logger *slog.Logger) (*envelope.Envelope, error) {
 	var ids []age.Identity
 	for _, f := range cfg.IdentityFiles {
+		if mode, open := IdentityFileOpenToOthers(f); open {
+			logger.Warn("state: the identity file is accessible by group or others; chmod 600 it",
+				"file", f, "mode", fmt.Sprintf("%04o", mode))
+		}
 		got, err := envelope.LoadIdentityFile(f)
 		if err != nil {
 			return nil, err

@@ -276,7 +276,7 @@ func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *te
 	if !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Close = %v, want an error matching lock.ErrLost", err)
 	}
-	s, err := lock.Inspect(ctx, raw, &lock.InspectOptions{StaleAfter: 2*time.Hour})
+	s, err := lock.Inspect(ctx, raw, &lock.InspectOptions{StaleAfter: 2 * time.Hour})
 	if err != nil || !s.Present || s.Record.AcquisitionID != other.Record().AcquisitionID {
 		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
 	}
@@ -293,6 +293,8 @@ func TestOpenBackend_FileURLs(t *testing.T) {
 		{url: "file://" + filepath.ToSlash(abs), dir: abs},
 		{url: "file:///" + strings.TrimPrefix(filepath.ToSlash(abs), "/") + "/nested", dir: filepath.Join(abs, "nested")},
 		{url: "file:rel/state", dir: "rel/state"},
+		{url: "FILE:upper/state", dir: "upper/state"},
+		{url: "File://" + filepath.ToSlash(abs) + "/mixed", dir: filepath.Join(abs, "mixed")},
 		{url: "file:rel%20with%20space", dir: "rel with space"},
 		{url: "file://localhost" + filepath.ToSlash(abs) + "/lh", dir: filepath.Join(abs, "lh")},
 		{url: "file://otherhost/x", fail: "only local directories"},
@@ -302,7 +304,7 @@ func TestOpenBackend_FileURLs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.url, func(t *testing.T) {
-			b, root, err := state.OpenBackend(context.Background(), c.url, quiet())
+			b, root, err := state.OpenBackend(context.Background(), c.url, state.BackendOptions{Logger: quiet()})
 			if c.fail != "" {
 				if !errors.Is(err, state.ErrBadURL) || !strings.Contains(err.Error(), c.fail) {
 					t.Fatalf("err = %v, want ErrBadURL saying %q", err, c.fail)

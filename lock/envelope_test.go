@@ -5,8 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
-	"strings"
 	"path"
+	"strings"
 	"sync"
 	"testing"
 

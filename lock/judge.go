@@ -22,8 +22,8 @@ const (
 type verdict struct {
 	kind    verdictKind
 	label   Liveness // what the record's holder is judged to be
-	reason  string // why it may be taken over (vTake)
-	warn    bool   // log the takeover as a warning (unreadable lock)
+	reason  string   // why it may be taken over (vTake)
+	warn    bool     // log the takeover as a warning (unreadable lock)
 	held    *HeldError
 	recheck time.Duration // vWatch, and the refusal's polling interval
 }

@@ -44,13 +44,13 @@ func Owns(name string) bool {
 type kind int
 
 const (
-	kindUnknown kind = iota // under .lock.d/ but not a name the lock writes
-	kindLock                // .lock
-	kindIntent              // .lock.d/claim-<acq>-1-intent
-	kindHeld                // .lock.d/claim-<acq>-2-held
-	kindMarker              // .lock.d/epoch-<20 digits>
-	kindLegacyEpoch         // .lock-epoch
-	kindOther               // under the list prefix but not the lock's (".locksmith")
+	kindUnknown     kind = iota // under .lock.d/ but not a name the lock writes
+	kindLock                    // .lock
+	kindIntent                  // .lock.d/claim-<acq>-1-intent
+	kindHeld                    // .lock.d/claim-<acq>-2-held
+	kindMarker                  // .lock.d/epoch-<20 digits>
+	kindLegacyEpoch             // .lock-epoch
+	kindOther                   // under the list prefix but not the lock's (".locksmith")
 )
 
 func (k kind) String() string {

@@ -8,6 +8,6 @@ import "time"
 // but never probed: only the instance id and the stale horizon decide.
 
 func processStart(int) (time.Time, bool)     { return time.Time{}, false }
-func processStartTicks(int) (uint64, bool)    { return 0, false }
+func processStartTicks(int) (uint64, bool)   { return 0, false }
 func processExists(int) (exists, known bool) { return false, false }
 func processScope() string                   { return "" }

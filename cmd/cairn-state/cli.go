@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +23,20 @@ const (
 	exitUsage = 2
 	exitHeld  = 3
 )
+
+// exitCodes are the exit codes as `cairn-state help` lists them: the CLI's,
+// and those of the example application that share their numbering.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{0, "success (lock status: whether or not the lock is held; help)"},
+	{1, "failure: I/O, a missing object, a wrong key, verify found bad objects, an interrupted rekey"},
+	{2, "usage error: unknown command or flag, wrong arguments, an invalid state name, a bad --recipient, no --url, no identity"},
+	{3, "the lock is held by a live instance (a refused write or lock break)"},
+	{4, "reserved: the example application lost its lock while serving"},
+	{5, "the identity does not belong to this store (it cannot open .cairn-state/.store)"},
+}
 
 // defaultStaleAfter is the lock's default stale window (the design's 5 min).
 const defaultStaleAfter = 5 * time.Minute
@@ -44,8 +59,10 @@ type app struct {
 	json        bool
 	staleAfter  time.Duration
 	verbose     bool
-	interactive bool // stderr is a terminal: draw a progress bar
-	allowUnauth bool // --allow-unauthenticated (get, rekey): the emergency recovery read
+	interactive bool          // stderr is a terminal: draw a progress bar
+	allowUnauth bool          // --allow-unauthenticated (get, rekey): the emergency recovery read
+	wait        time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
+	mayCreate   bool          // the command may create a missing file: store (put)
 
 	logger  *slog.Logger
 	emitted bool        // a JSON document has been written to stdout
@@ -60,6 +77,17 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
+
+// wordedError is an error with the CLI's own message that still unwraps
+// to its cause (errors.Is, errors.As): for causes whose text would only
+// repeat what the message says.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }
 
 // reportedError is a failure whose details the command already printed (for
 // example verify's per-object report): exit 1, a one-line summary on stderr
@@ -97,22 +125,41 @@ type command struct {
 	name     string // "ls", "lock status"
 	synopsis string // arguments, for the usage text
 	summary  string
+	example  string // shell lines, each shown after "$ "
 	run      func(ctx context.Context, a *app, args []string) error
 }
 
 func commands() []command {
 	return []command{
-		{"keygen", "[-o FILE]", "write a new X25519 identity (0600); print its recipient", runKeygen},
-		{"ls", "[--all] [PREFIX]", "list state names with sealed size and modification time", runLs},
-		{"get", "[--allow-unauthenticated] NAME", "decrypt one object to stdout", runGet},
-		{"put", "NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock", runPut},
-		{"rm", "NAME", "delete one object; takes the lock", runRm},
-		{"verify", "", "open every object, report each one that fails and why", runVerify},
-		{"rekey", "[--old-identity FILE]... [--allow-unauthenticated] [--restart]", "re-seal every object to the current recipients; takes the lock", runRekey},
-		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch", runLockStatus},
-		{"lock break", "[--holder ID] [--force]", "remove a stale lock; a live one only with --force and the matching --holder (an unreadable live one: --force alone)", runLockBreak},
-		{"migrate status", "", "applied (and unfinished) migrations", runMigrateStatus},
+		{"keygen", "[-o FILE]", "write a new X25519 identity (0600); print its recipient",
+			"cairn-state keygen -o identity.txt", runKeygen},
+		{"ls", "[--all] [PREFIX]", "list state names with sealed size and modification time",
+			"cairn-state ls app/", runLs},
+		{"get", "[--allow-unauthenticated] NAME", "decrypt one object to stdout",
+			"cairn-state get app/db-password > db-password.txt", runGet},
+		{"put", "[--wait DURATION] NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock",
+			"echo hunter2 | cairn-state put app/db-password\ncairn-state put --wait 2m app/config config.json", runPut},
+		{"rm", "[--wait DURATION] NAME", "delete one object; takes the lock",
+			"cairn-state rm app/old-token", runRm},
+		{"verify", "", "open every object, report each one that fails and why",
+			"cairn-state verify --json", runVerify},
+		{"rekey", "[--old-identity FILE]... [--allow-unauthenticated] [--restart] [--wait DURATION]", "re-seal every object to the current recipients; takes the lock",
+			"cairn-state keygen -o new.txt && cairn-state rekey --identity new.txt --old-identity identity.txt", runRekey},
+		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch",
+			"cairn-state lock status --json", runLockStatus},
+		{"lock break", "[--holder ID] [--force]", "remove a stale lock; a live one only with --force and the matching --holder (an unreadable live one: --force alone)",
+			"cairn-state lock break --force --holder pod-a", runLockBreak},
+		{"migrate status", "", "applied (and unfinished) migrations",
+			"cairn-state migrate status", runMigrateStatus},
+		{"version", "", "the module version, VCS revision, Go version and platform of this build",
+			"cairn-state version --json", runVersion},
 	}
+}
+
+// groups are the commands that only name a family of subcommands.
+var groups = map[string]string{
+	"lock":    "show or break the instance lock",
+	"migrate": "inspect the migration log",
 }
 
 // run executes one command line and returns the process exit code.
@@ -149,14 +196,11 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	help := top.Bool("help", false, "")
 	top.BoolVar(help, "h", false, "")
 	if err := top.Parse(args); err != nil {
-		return usagef("%v", err)
+		return usagef("%v (cairn-state help lists the commands and global flags)", err)
 	}
 	rest := top.Args()
-	if *help || (len(rest) > 0 && rest[0] == "help") {
-		var text strings.Builder
-		a.usage(&text)
-		a.showHelp(text.String())
-		return nil
+	if *help {
+		rest = append([]string{"help"}, rest...)
 	}
 	if len(rest) == 0 {
 		a.usage(a.err)
@@ -164,9 +208,16 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	}
 	name := rest[0]
 	rest = rest[1:]
-	if name == "lock" || name == "migrate" {
+	if name == "help" {
+		return a.help(ctx, rest)
+	}
+	if _, ok := groups[name]; ok {
+		if len(rest) > 0 && isHelp(rest[0]) {
+			a.showHelp(groupHelp(name))
+			return nil
+		}
 		if len(rest) == 0 || strings.HasPrefix(rest[0], "-") {
-			return usagef("%s: missing subcommand (%s)", name, subcommandsOf(name))
+			return usagef("%s: missing subcommand (%s; cairn-state %s -h)", name, subcommandsOf(name), name)
 		}
 		name += " " + rest[0]
 		rest = rest[1:]
@@ -176,7 +227,10 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 			return c.run(ctx, a, rest)
 		}
 	}
-	return usagef("unknown command %q (run cairn-state help)", name)
+	if group, _, ok := strings.Cut(name, " "); ok {
+		return usagef("unknown command %q: %s has %s (cairn-state %s -h)", name, group, subcommandsOf(group), group)
+	}
+	return usagef("unknown command %q (cairn-state help lists the commands)", name)
 }
 
 func subcommandsOf(group string) string {
@@ -187,6 +241,62 @@ func subcommandsOf(group string) string {
 		}
 	}
 	return strings.Join(subs, ", ")
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "--h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// help runs `cairn-state help [COMMAND]`: the overview, a group's
+// subcommands, or a command's own help.
+func (a *app) help(ctx context.Context, args []string) error {
+	var words []string
+	for _, arg := range args {
+		if !strings.HasPrefix(arg, "-") {
+			words = append(words, arg)
+		}
+	}
+	switch {
+	case len(words) == 0:
+		var text strings.Builder
+		a.usage(&text)
+		a.showHelp(text.String())
+		return nil
+	case len(words) == 1 && groups[words[0]] != "":
+		a.showHelp(groupHelp(words[0]))
+		return nil
+	}
+	name := strings.Join(words, " ")
+	for _, c := range commands() {
+		if c.name == name {
+			return c.run(ctx, a, []string{"-h"})
+		}
+	}
+	return usagef("help: unknown command %q (cairn-state help lists the commands)", name)
+}
+
+func groupHelp(group string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: cairn-state %s SUBCOMMAND [flags]\n\n%s.\n\nSubcommands:\n", group, capitalize(groups[group]))
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, group+" ") {
+			printEntry(&b, strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
+		}
+	}
+	fmt.Fprintf(&b, "\nRun cairn-state %s SUBCOMMAND -h for its flags and an example.\n", group)
+	return b.String()
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // showHelp prints help text on stdout; with --json, as the one document
@@ -202,35 +312,114 @@ func (a *app) showHelp(text string) {
 }
 
 func (a *app) usage(w io.Writer) {
-	fmt.Fprint(w, `Usage: cairn-state [global flags] COMMAND [flags] [args]
-
-Global flags (also accepted after the command):
-  --url URL          the store, or CAIRN_STATE_URL (file:///abs, file:rel, s3://BUCKET[/ROOT]?endpoint=...)
-  --identity FILE    age identity file or SSH private key; repeatable, or CAIRN_STATE_IDENTITY
-  --recipient R      extra recipient to seal to; repeatable, or CAIRN_STATE_RECIPIENTS
-  --json             one JSON document on stdout
-  --stale-after D    stale window used to judge the lock (default 5m)
-  --verbose          log what the layers below do, on stderr
-
-Commands:
-`)
+	fmt.Fprint(w, "Usage: cairn-state [global flags] COMMAND [flags] [args]\n\nGlobal flags (also accepted after the command):\n")
+	fs := flag.NewFlagSet("global", flag.ContinueOnError)
+	(&app{staleAfter: defaultStaleAfter}).globalFlags(fs)
+	printFlags(w, fs, nil)
+	fmt.Fprint(w, "\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-40s %s\n", strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
+		printEntry(w, strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
 	}
-	fmt.Fprint(w, `
-Exit codes: 0 success, 1 failure, 2 usage error, 3 lock held by a live foreign instance.
-`)
+	fmt.Fprint(w, "\nRun cairn-state COMMAND -h (or cairn-state help COMMAND) for a command's flags and an example.\n\nExit codes:\n")
+	for _, e := range exitCodes {
+		printEntryAt(w, 5, strconv.Itoa(e.code), e.meaning)
+	}
+}
+
+// commandHelp is the help of one command: synopsis, flags, global flags
+// and an example.
+func commandHelp(fs *flag.FlagSet) string {
+	var b strings.Builder
+	name := fs.Name()
+	fmt.Fprintf(&b, "Usage: cairn-state %s\n\n%s.\n", synopsis(name), capitalize(summary(name)))
+	global := flag.NewFlagSet("global", flag.ContinueOnError)
+	(&app{staleAfter: defaultStaleAfter}).globalFlags(global)
+	isGlobal := func(f *flag.Flag) bool { return global.Lookup(f.Name) != nil }
+	own := false
+	fs.VisitAll(func(f *flag.Flag) { own = own || !isGlobal(f) })
+	if own {
+		b.WriteString("\nFlags:\n")
+		printFlags(&b, fs, func(f *flag.Flag) bool { return !isGlobal(f) })
+	}
+	b.WriteString("\nGlobal flags:\n")
+	printFlags(&b, global, nil)
+	if ex := example(name); ex != "" {
+		b.WriteString("\nExample:\n")
+		for line := range strings.SplitSeq(ex, "\n") {
+			fmt.Fprintf(&b, "  $ %s\n", line)
+		}
+	}
+	return b.String()
+}
+
+// printFlags writes each flag of fs that keep accepts (all when nil): the
+// flag, its argument and its sentence.
+func printFlags(w io.Writer, fs *flag.FlagSet, keep func(*flag.Flag) bool) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if keep != nil && !keep(f) {
+			return
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		left := dash + f.Name
+		if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); !isBool && arg != "" {
+			left += " " + arg
+		}
+		switch f.DefValue {
+		case "", "false", "0", "0s":
+		default:
+			usage += " (default " + f.DefValue + ")"
+		}
+		printEntry(w, left, usage)
+	})
+}
+
+// Help text layout: entries are indented by two, their text starts at
+// helpColumn and is wrapped at helpWidth.
+const (
+	helpColumn = 26
+	helpWidth  = 80
+)
+
+// printEntry writes "  left  text", with text wrapped at helpWidth and
+// starting on a line of its own when left is too long for its column.
+func printEntry(w io.Writer, left, text string) { printEntryAt(w, helpColumn, left, text) }
+
+func printEntryAt(w io.Writer, column int, left, text string) {
+	line := "  " + left
+	if len(line) >= column-1 {
+		fmt.Fprintln(w, line)
+		line = ""
+	}
+	pad := strings.Repeat(" ", column)
+	line += pad[len(line):]
+	n := 0
+	for _, word := range strings.Fields(text) {
+		if n > 0 && len([]rune(line))+1+len([]rune(word)) > helpWidth {
+			fmt.Fprintln(w, line)
+			line, n = pad, 0
+		}
+		if n > 0 {
+			line += " "
+		}
+		line += word
+		n++
+	}
+	fmt.Fprintln(w, line)
 }
 
 // globalFlags registers the global flags on fs. They are registered on every
 // command's flag set too, so that they may follow the command.
 func (a *app) globalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&a.url, "url", a.url, "")
-	fs.Var(&a.identities, "identity", "")
-	fs.Var(&a.recipients, "recipient", "")
-	fs.BoolVar(&a.json, "json", a.json, "")
-	fs.DurationVar(&a.staleAfter, "stale-after", a.staleAfter, "")
-	fs.BoolVar(&a.verbose, "verbose", a.verbose, "")
+	fs.StringVar(&a.url, "url", a.url, "the store, or $CAIRN_STATE_URL: file:///abs/path, file:rel/path or s3://BUCKET[/ROOT]?endpoint=`URL`&region=R&path_style=true&conditional=auto|on|off")
+	fs.Var(&a.identities, "identity", "an age identity `FILE` (age-keygen's format) or SSH private key, mode 0600; repeatable, or $CAIRN_STATE_IDENTITY")
+	fs.Var(&a.recipients, "recipient", "an extra public recipient `R` (age1…, ssh-ed25519 …) every object is also sealed to, e.g. a recovery key; repeatable, or $CAIRN_STATE_RECIPIENTS")
+	fs.BoolVar(&a.json, "json", a.json, "print one JSON document on stdout instead of human output, also on failure")
+	fs.DurationVar(&a.staleAfter, "stale-after", a.staleAfter, "the stale window (a `DURATION`) used to judge the lock and recorded in the CLI's own; it can lengthen a holder's recorded window, not shorten it")
+	fs.BoolVar(&a.verbose, "verbose", a.verbose, "log what the layers below do, on stderr")
 }
 
 // flags returns a flag set for one command, with the global flags on it.
@@ -255,10 +444,10 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 	var pos []string
 	for {
 		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-			a.showHelp(fmt.Sprintf("usage: cairn-state %s\n  %s\n(cairn-state help lists the global flags)\n", synopsis(fs.Name()), summary(fs.Name())))
+			a.showHelp(commandHelp(fs))
 			return nil, errHelpShown
 		} else if err != nil {
-			return nil, usagef("%s: %v", fs.Name(), err)
+			return nil, usagef("%s: %v (cairn-state %s -h lists its flags)", fs.Name(), err, fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -273,8 +462,12 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 		return nil, usagef("%s: missing argument (usage: cairn-state %s)", fs.Name(), synopsis(fs.Name()))
 	case maxArgs >= 0 && len(pos) > maxArgs:
 		return nil, usagef("%s: too many arguments (usage: cairn-state %s)", fs.Name(), synopsis(fs.Name()))
+	case a.wait < 0:
+		return nil, usagef("%s: --wait %s: want a positive duration", fs.Name(), a.wait)
 	}
-	a.setup()
+	if err := a.setup(); err != nil {
+		return nil, err
+	}
 	return pos, nil
 }
 
@@ -290,6 +483,15 @@ func summary(name string) string {
 	return ""
 }
 
+func example(name string) string {
+	for _, c := range commands() {
+		if c.name == name {
+			return c.example
+		}
+	}
+	return ""
+}
+
 func synopsis(name string) string {
 	for _, c := range commands() {
 		if c.name == name {
@@ -300,14 +502,17 @@ func synopsis(name string) string {
 }
 
 // setup completes the global options once the command line is parsed:
-// environment defaults and the logger.
-func (a *app) setup() {
+// environment defaults, the logger, and the refusal of a secret given
+// where a path or a public recipient belongs.
+func (a *app) setup() error {
 	// The environment is read as state.ConfigFromEnv reads it, so that the
 	// CLI and the application agree on what a variable means.
 	if a.url == "" {
 		a.url = strings.TrimSpace(a.getenv(state.EnvURL))
 	}
+	identitySource, recipientSource := "--identity", "--recipient"
 	if len(a.identities) == 0 {
+		identitySource = state.EnvIdentity
 		for _, p := range filepath.SplitList(a.getenv(state.EnvIdentity)) {
 			if p = strings.TrimSpace(p); p != "" {
 				a.identities = append(a.identities, p)
@@ -315,24 +520,52 @@ func (a *app) setup() {
 		}
 	}
 	if len(a.recipients) == 0 {
+		recipientSource = state.EnvRecipients
 		a.recipients = state.SplitRecipients(a.getenv(state.EnvRecipients))
 	}
 	level := slog.LevelWarn
 	if a.verbose {
 		level = slog.LevelDebug
 	}
-	a.logger = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level}))
+	a.logger = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level,
+		ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
+			switch v := at.Value.Resolve(); v.Kind() {
+			case slog.KindString, slog.KindAny:
+				at.Value = slog.StringValue(a.redact(v.String()))
+			}
+			return at
+		}}))
+	for _, p := range a.identities {
+		if err := checkIdentityArg(identitySource, p); err != nil {
+			return err
+		}
+	}
+	for _, r := range a.recipients {
+		if err := checkRecipientArg(recipientSource, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// redact hides, in text about to be printed or logged, the credentials of
+// the store's URL and any age secret key.
+func (a *app) redact(s string) string {
+	return redactSecretKeys(state.RedactURLIn(s, a.url))
 }
 
 // fail reports err: a line on stderr and, with --json, an error document on
 // stdout unless the command already printed its own.
 func (a *app) fail(err error) {
+	msg := a.redact(err.Error())
+	fmt.Fprintf(a.err, "cairn-state: %s\n", msg)
 	var re *reportedError
 	if errors.As(err, &re) {
-		fmt.Fprintf(a.err, "cairn-state: %v\n", err)
 		return
 	}
-	fmt.Fprintf(a.err, "cairn-state: %v\n", err)
+	if errors.Is(err, state.ErrNoStore) {
+		fmt.Fprintf(a.err, "hint: check --url (or %s); a write (cairn-state put) creates a new store\n", state.EnvURL)
+	}
 	var held *lock.HeldError
 	switch {
 	case !errors.As(err, &held):
@@ -346,7 +579,7 @@ func (a *app) fail(err error) {
 	if !a.json || a.emitted {
 		return
 	}
-	doc := errorDoc{Error: errorBody{Message: err.Error(), ExitCode: exitCode(err)}}
+	doc := errorDoc{Error: errorBody{Message: msg, ExitCode: exitCode(err)}}
 	if held != nil {
 		if held.Unreadable != "" {
 			doc.Error.Unreadable = held.Unreadable

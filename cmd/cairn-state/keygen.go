@@ -27,7 +27,7 @@ type keygenDoc struct {
 // existing file is never overwritten.
 func runKeygen(_ context.Context, a *app, args []string) error {
 	fs := a.flags("keygen")
-	out := fs.String("o", "", "")
+	out := fs.String("o", "", "write the identity to `FILE` (default: the first --identity, else ./cairn-state-identity.txt); an existing file is never overwritten")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -76,10 +76,10 @@ func writeIdentity(path string, id *age.X25519Identity, recipient string) (err e
 	_, err = fmt.Fprintf(f, "# created: %s\n# public key: %s\n%s\n",
 		time.Now().Format(time.RFC3339), recipient, id.String())
 	if err != nil {
-		return fmt.Errorf("keygen: write %s: %w", path, err)
+		return fmt.Errorf("keygen: %w", err) // "write PATH: …"
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("keygen: sync %s: %w", path, err)
+		return fmt.Errorf("keygen: %w", err) // "sync PATH: …"
 	}
 	return nil
 }

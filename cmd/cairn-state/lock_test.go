@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -235,6 +238,86 @@ func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t
 		}
 		if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
 			t.Errorf("lock still present after a forced break: %+v", st)
+		}
+	})
+}
+
+func TestWait_LiveHolder_PollsForDuration_ThenExit3NamingTheHolder(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		seed(t, tg, 1, id)
+		tg.startHolder(t, "pod-a", id)
+		for _, args := range [][]string{
+			{"put", "obj/new", "--wait", "2s"},
+			{"rm", "obj/000", "--wait", "2s"},
+			{"rekey", "--wait", "2s", "--json"},
+		} {
+			start := time.Now()
+			r := tg.cli(t, []byte("v"), append(args, "--identity", id)...).must(t, exitHeld)
+			if took := time.Since(start); took < 2*time.Second {
+				t.Errorf("%v gave up after %s, before its --wait", args, took)
+			}
+			for _, want := range []string{"waiting up to 2s for the lock held by \"pod-a\"", "waited 2s for the lock", `held by "pod-a"`, "hint: stop \"pod-a\""} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("%v: stderr lacks %q:\n%s", args, want, r)
+				}
+			}
+		}
+		ls := decode[lsDoc](t, tg.cli(t, nil, "ls", "--json").must(t, exitOK))
+		if len(ls.Objects) != 1 || ls.Objects[0].Name != "obj/000" {
+			t.Errorf("objects after refused writes: %+v", ls.Objects)
+		}
+		// Without --wait the refusal is immediate; a negative one is a
+		// usage error.
+		tg.cli(t, []byte("v"), "put", "obj/new", "--identity", id).must(t, exitHeld)
+		tg.cli(t, []byte("v"), "put", "obj/new", "--wait", "-1s", "--identity", id).must(t, exitUsage)
+	})
+}
+
+func TestWait_HolderReleasesWhileWaiting_TheWriteGoesThrough(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		h := tg.startHolder(t, "pod-a", id)
+
+		cmd := exec.Command(binPath, "put", "obj/after", "--wait", "1m", "--identity", id, "--json")
+		cmd.Env, cmd.Dir = tg.environ(), tg.dir
+		cmd.Stdin = strings.NewReader("written after the release")
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		sc := bufio.NewScanner(stderr)
+		var log strings.Builder
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "waiting up to 1m0s") {
+				break
+			}
+		}
+		released := time.Now()
+		h.release(t)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("put --wait: %v\n%s", err, log.String())
+		}
+		// Polls are at most 5 s apart (jittered ±50%), plus the write.
+		if took := time.Since(released); took > 20*time.Second {
+			t.Errorf("the write went through %s after the release", took)
+		}
+		doc := decode[putDoc](t, result{stdout: stdout.String()})
+		if doc.Name != "obj/after" || doc.Lock.InstanceID != instanceID() {
+			t.Errorf("put --json = %+v", doc)
+		}
+		if got, _, err := tg.store(t, id).Get(t.Context(), "obj/after"); err != nil || string(got) != "written after the release" {
+			t.Errorf("obj/after = %q, %v", got, err)
 		}
 	})
 }

@@ -95,8 +95,8 @@ type lockBreakDoc struct {
 // the holder or saying the lock could not be read.
 func runLockBreak(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("lock break")
-	holder := fs.String("holder", "", "")
-	force := fs.Bool("force", false, "")
+	holder := fs.String("holder", "", "the instance `ID` that holds the lock, as lock status shows it; with --force, a live lock is removed only if it is still this holder's")
+	force := fs.Bool("force", false, "remove a lock that is not stale: with --holder for a readable lock, alone for one this run cannot read")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func runLockBreak(ctx context.Context, a *app, args []string) error {
 	}
 	r, err := lock.Break(ctx, st, &lock.BreakOptions{Holder: *holder, Force: *force, StaleAfter: a.staleAfter})
 	if err != nil {
-		return fmt.Errorf("lock break: %w", err)
+		return err // "lock: break: …"
 	}
 	if a.json {
 		a.emit(lockBreakDoc{Removed: holderOf(r), Unreadable: r.InstanceID == "", Forced: *force})

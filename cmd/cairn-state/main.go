@@ -10,31 +10,37 @@
 //
 //	--url URL          the store (or CAIRN_STATE_URL): file:///abs/path, file:rel/path,
 //	                   s3://BUCKET[/ROOT]?endpoint=URL&region=R&path_style=true&conditional=auto|on|off
-//	--identity FILE    an age identity file or SSH private key, repeatable (or CAIRN_STATE_IDENTITY)
+//	                   (schemes in any case)
+//	--identity FILE    an age identity file or SSH private key, mode 0600, repeatable (or CAIRN_STATE_IDENTITY)
 //	--recipient R      an extra recipient to seal to, repeatable (or CAIRN_STATE_RECIPIENTS)
 //	--json             print one JSON document on stdout instead of human output
 //	--stale-after D    the stale window used to judge the lock (default 5m)
 //	--verbose          log progress of the layers below on stderr
 //
-// Commands:
+// Commands (cairn-state COMMAND -h explains each flag and gives an example):
 //
 //	keygen [-o FILE]                      write a new X25519 identity (0600); print its recipient
 //	ls [--all] [PREFIX]                   list state names with sealed size and modification time
 //	get [--allow-unauthenticated] NAME    decrypt one object to stdout
-//	put NAME [FILE]                       seal and write one object (stdin when no FILE); takes the lock
-//	rm NAME                               delete one object; takes the lock
+//	put [--wait D] NAME [FILE]            seal and write one object (stdin when no FILE); takes the lock
+//	rm [--wait D] NAME                    delete one object; takes the lock
 //	verify                                open every object, report each one that fails and why
-//	rekey [--old-identity FILE]... [--allow-unauthenticated] [--restart]
+//	rekey [--old-identity FILE]... [--allow-unauthenticated] [--restart] [--wait D]
 //	                                      re-seal every object to the current recipients; takes the lock
 //	lock status                           holder, PID, heartbeat age, stale horizon, mode, epoch
 //	lock break [--holder ID] [--force]    remove a stale lock; a live one only with --force and the matching --holder
 //	migrate status                        applied (and unfinished) migrations
+//	version                               module version, VCS revision, Go version, platform
 //
-// Exit codes: 0 success; 1 failure; 2 usage error; 3 the lock is held by a
-// live foreign instance. `lock status` exits 0 whether or not the lock is
-// held. Errors go to stderr; with --json, stdout carries exactly one JSON
-// document, also when the command fails. Identities and passphrases are never
-// printed. The decisions behind this are in docs/adr/0011-cli.md.
+// Exit codes: 0 success; 1 failure; 2 usage error (an invalid state name
+// included); 3 the lock is held by a live foreign instance; 4 is reserved
+// for the example application's lost lock; 5 the identity does not belong
+// to this store. `lock status` exits 0 whether or not the lock is held.
+// Errors go to stderr; with --json, stdout carries exactly one JSON
+// document, also when the command fails. Identities, passphrases and the
+// credentials of a URL are never printed. Commands that only read never
+// create a missing file: store. The decisions behind this are in
+// docs/adr/0011-cli.md and docs/adr/0018-identity-file-permissions.md.
 package main
 
 import (

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +52,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "cairn-state")
-	build := exec.Command("go", "build", "-o", binPath, ".")
+	// The test build: with the pause hook of testhooks_cairntest.go.
+	build := exec.Command("go", "build", "-tags", "cairntest", "-o", binPath, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building cairn-state: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -83,7 +85,7 @@ func holdLock(id string) int {
 			return 1
 		}
 	}
-	b, root, err := state.OpenBackend(ctx, os.Getenv(state.EnvURL), nil)
+	b, root, err := state.OpenBackend(ctx, os.Getenv(state.EnvURL), state.BackendOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -214,11 +216,14 @@ func (tg *target) cliEnv(t *testing.T, stdin []byte, extraEnv []string, args ...
 	return r
 }
 
+// secretKeyInOutput matches an age secret key, in any case.
+var secretKeyInOutput = regexp.MustCompile(`(?i)AGE-SECRET-KEY-1[0-9a-z]{10,}`)
+
 // checkOutput asserts the rules every run obeys.
 func checkOutput(t *testing.T, args []string, r result) {
 	t.Helper()
 	for _, out := range []string{r.stdout, r.stderr} {
-		if strings.Contains(strings.ToUpper(out), "AGE-SECRET-KEY-") {
+		if secretKeyInOutput.MatchString(out) {
 			t.Fatalf("cairn-state %s printed an identity:\n%s", strings.Join(args, " "), r)
 		}
 	}
@@ -371,5 +376,12 @@ func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfte
 func (h *holder) kill(t *testing.T) {
 	t.Helper()
 	_ = h.cmd.Process.Kill()
+	<-h.done
+}
+
+// release SIGTERMs the holder, which releases its lock, and waits for it.
+func (h *holder) release(t *testing.T) {
+	t.Helper()
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
 	<-h.done
 }

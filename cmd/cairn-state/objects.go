@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,7 +32,7 @@ type lsDoc struct {
 
 func runLs(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("ls")
-	all := fs.Bool("all", false, "")
+	all := fs.Bool("all", false, "also list cairn-state's own objects (names starting with '.': the lock, its saved epoch, the migration log, rekey progress)")
 	pos, err := a.parse(fs, args, 0, 1)
 	if err != nil {
 		return err
@@ -39,6 +40,11 @@ func runLs(ctx context.Context, a *app, args []string) error {
 	prefix := ""
 	if len(pos) == 1 {
 		prefix = pos[0]
+		// A prefix is valid when a name could start with it.
+		var ne *store.NameError
+		if err := store.ValidateName(prefix + "x"); errors.As(err, &ne) && !(*all && ne.Reserved) {
+			return usagef("ls: prefix %q: no state name can start with it: %s", prefix, ne.Reason)
+		}
 	}
 	// Listing opens nothing: no identity needed.
 	st, err := a.openStore(ctx, false)
@@ -79,10 +85,13 @@ type getDoc struct {
 
 func runGet(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("get")
-	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "")
+	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "emergency recovery: also open an object no configured identity authenticates (read with a recovery key that never wrote); each such read is logged")
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
+	}
+	if err := store.ValidateName(pos[0]); err != nil {
+		return usagef("get: %v", err)
 	}
 	st, err := a.openStore(ctx, true)
 	if err != nil {
@@ -122,6 +131,7 @@ func lockOf(l *lock.Lock) lockDoc {
 
 func runPut(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("put")
+	a.waitFlag(fs)
 	pos, err := a.parse(fs, args, 1, 2)
 	if err != nil {
 		return err
@@ -146,11 +156,12 @@ func runPut(ctx context.Context, a *app, args []string) error {
 	// Read all input before taking the lock: a slow pipe must not hold it.
 	data, err := io.ReadAll(io.LimitReader(src, store.DefaultMaxObjectSize+1))
 	if err != nil {
-		return fmt.Errorf("put %q: reading %s: %w", name, from, err)
+		return fmt.Errorf("put %q: %w", name, err) // "read FILE: …"
 	}
 	if len(data) > store.DefaultMaxObjectSize {
 		return fmt.Errorf("put %q: %s is larger than %d bytes: %w", name, from, store.DefaultMaxObjectSize, store.ErrTooLarge)
 	}
+	a.mayCreate = true // the first put of a new file: store creates its directory
 	st, err := a.openStore(ctx, true)
 	if err != nil {
 		return err
@@ -169,6 +180,11 @@ func runPut(ctx context.Context, a *app, args []string) error {
 	})
 }
 
+// waitFlag registers --wait on a write's flag set.
+func (a *app) waitFlag(fs *flag.FlagSet) {
+	fs.DurationVar(&a.wait, "wait", 0, "if a live instance holds the lock, poll for up to `DURATION` (e.g. 30s, 5m) for it to be released or go stale instead of exiting 3 at once")
+}
+
 type rmDoc struct {
 	Name    string  `json:"name"`
 	Removed bool    `json:"removed"`
@@ -177,6 +193,7 @@ type rmDoc struct {
 
 func runRm(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("rm")
+	a.waitFlag(fs)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
 		return err
@@ -194,7 +211,7 @@ func runRm(ctx context.Context, a *app, args []string) error {
 		// with success, and the operator should hear about a typo.
 		if _, err := fenced.Stat(ctx, name); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("rm: no object named %q: %w", name, err)
+				return &wordedError{msg: fmt.Sprintf("rm: no object named %q", name), err: err}
 			}
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"time"
 
@@ -31,20 +33,35 @@ func (a *app) loadKeys(required bool) (keys, error) {
 		return k, usagef("no identity: pass --identity FILE or set CAIRN_STATE_IDENTITY (create one with cairn-state keygen -o FILE)")
 	}
 	for _, path := range a.identities {
-		ids, err := envelope.LoadIdentityFile(path)
+		ids, err := loadIdentityFile(path)
 		if err != nil {
-			return k, fmt.Errorf("identity file %s: %w", path, err)
+			return k, err
 		}
 		k.identities = append(k.identities, ids...)
 	}
 	for _, s := range a.recipients {
+		// setup refused values that look secret or not public; what is
+		// left may be quoted back.
 		r, err := envelope.ParseRecipient(s)
 		if err != nil {
-			return k, usagef("recipient %q: %v", s, err)
+			return k, usagef("--recipient: %v", err)
 		}
 		k.recipients = append(k.recipients, r)
 	}
 	return k, nil
+}
+
+// loadIdentityFile loads an identity file after checking that it exists
+// and that only its owner may access it: an operator's key file readable
+// by others is refused, where an application only warns (ADR 0018).
+func loadIdentityFile(path string) ([]age.Identity, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("identity file %s does not exist (create one with cairn-state keygen -o FILE)", path)
+	}
+	if mode, open := state.IdentityFileOpenToOthers(path); open {
+		return nil, fmt.Errorf("identity file %s has mode %04o: a secret key must not be accessible by group or others; fix: chmod 600 %s", path, mode, path)
+	}
+	return envelope.LoadIdentityFile(path) // its errors name the path
 }
 
 // envelopeOptions are the envelope options of this run: the logger, and the
@@ -63,9 +80,11 @@ func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) 
 	if a.url == "" {
 		return nil, "", usagef("no store: pass --url URL or set CAIRN_STATE_URL (file:///path or s3://bucket?endpoint=...)")
 	}
-	b, root, err := state.OpenBackend(ctx, a.url, a.logger)
+	// A command that only looks at a store must not create one because of
+	// a typo in the URL.
+	b, root, err := state.OpenBackend(ctx, a.url, state.BackendOptions{Logger: a.logger, MustExist: !a.mayCreate})
 	if err != nil {
-		return nil, "", fmt.Errorf("open %s: %w", a.url, err)
+		return nil, "", err // it names the URL, credentials hidden
 	}
 	if c, ok := b.(io.Closer); ok {
 		a.closers = append(a.closers, c)
@@ -131,14 +150,7 @@ func instanceID() string {
 // same instance id: a duplicate), or a lock this run cannot read that is
 // not yet stale.
 func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
-	l, err := lock.Acquire(ctx, st, lock.Options{
-		InstanceID: instanceID(),
-		StaleAfter: a.staleAfter,
-		Logger:     a.logger,
-	})
-	if errors.Is(err, lock.ErrHeld) {
-		return fmt.Errorf("%s: %s: %w", what, refusingToWrite, err)
-	}
+	l, err := a.acquire(ctx, st)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -146,7 +158,7 @@ func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn fun
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		if rerr := l.Release(rctx); rerr != nil && err == nil {
-			err = fmt.Errorf("release lock: %w", rerr)
+			err = fmt.Errorf("after the write: %w", rerr) // "lock: release: …"
 		}
 	}()
 	// The work stops when the lock is lost or when the caller gives up
@@ -162,6 +174,68 @@ func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn fun
 		err = fmt.Errorf("%w (%v)", err, l.Err())
 	}
 	return err
+}
+
+// Polling for a held lock under --wait: the first look comes after
+// waitPollMin, each next one up to 1.5× later, at most waitPollMax apart,
+// each jittered by ±50% so that waiters do not poll in step.
+const (
+	waitPollMin = 500 * time.Millisecond
+	waitPollMax = 5 * time.Second
+)
+
+// acquire takes the lock as cairn-state@HOST. A live holder — a foreign
+// instance, another cairn-state process on this host (the same instance
+// id: a duplicate), a lock this run cannot read — makes it fail with the
+// lock's *HeldError at once, or, with --wait, after polling for up to that
+// long. The CLI polls itself, from half a second on, rather than through
+// lock.Options.WaitForStale, whose looks follow the holder's heartbeat
+// (every 5 s at most): a --wait of a few seconds still sees a release
+// within a second (ADR 0011).
+func (a *app) acquire(ctx context.Context, st *store.Store) (*lock.Lock, error) {
+	deadline := time.Now().Add(a.wait)
+	poll := waitPollMin
+	for said := false; ; said = true {
+		l, err := lock.Acquire(ctx, st, lock.Options{
+			InstanceID: instanceID(),
+			StaleAfter: a.staleAfter,
+			Logger:     a.logger,
+		})
+		if err == nil {
+			return l, nil
+		}
+		var held *lock.HeldError
+		if !errors.As(err, &held) {
+			return nil, err
+		}
+		if a.wait == 0 {
+			return nil, fmt.Errorf("%s: %w", refusingToWrite, err)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("waited %s for the lock; %s: %w", a.wait, refusingToWrite, err)
+		}
+		if !said {
+			fmt.Fprintf(a.err, "waiting up to %s for the lock held by %s\n", a.wait, holderName(held))
+		}
+		d := min(time.Duration(float64(poll)*(0.5+rand.Float64())), left)
+		poll = min(poll*3/2, waitPollMax)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("interrupted while waiting for the lock held by %s: %w", holderName(held), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// holderName names the holder of a refused lock for messages.
+func holderName(held *lock.HeldError) string {
+	if held.Unreadable != "" {
+		return "an instance whose key is not configured here"
+	}
+	return fmt.Sprintf("%q (pid %d on %s)", held.Holder.InstanceID, held.Holder.PID, held.Holder.Hostname)
 }
 
 // refusingToWrite is what a refused CLI write says before the holder.

@@ -17,6 +17,7 @@ type progressBar struct {
 	start  time.Time
 	last   time.Time // last draw
 	lastPc int       // last tenth printed, plain mode
+	lastN  int       // count last printed, plain mode
 	drawn  bool
 }
 
@@ -27,7 +28,7 @@ const (
 )
 
 func newProgressBar(a *app, label string, total int) *progressBar {
-	p := &progressBar{a: a, label: label, total: total, start: time.Now(), lastPc: -1}
+	p := &progressBar{a: a, label: label, total: total, start: time.Now(), lastPc: -1, lastN: -1}
 	p.draw(true)
 	return p
 }
@@ -38,7 +39,8 @@ func (p *progressBar) set(n int) {
 	p.draw(false)
 }
 
-// done draws the final state and ends the bar's line.
+// done draws the final state (also after an interruption: the count shown
+// last is the count reached) and ends the bar's line.
 func (p *progressBar) done() {
 	p.draw(true)
 	if p.a.interactive && p.drawn {
@@ -66,9 +68,12 @@ func (p *progressBar) draw(force bool) {
 	if p.total > 0 {
 		tenth = 10 * p.n / p.total
 	}
-	if tenth == p.lastPc && now.Sub(p.last) < lineEvery {
+	switch {
+	case p.n == p.lastN:
+		return // nothing new to say
+	case !force && tenth == p.lastPc && now.Sub(p.last) < lineEvery:
 		return
 	}
-	p.last, p.lastPc = now, tenth
+	p.last, p.lastPc, p.lastN = now, tenth, p.n
 	fmt.Fprintf(p.a.err, "%s: %d/%d objects\n", p.label, p.n, p.total)
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -35,11 +34,11 @@ const (
 	progressInterval = 2 * time.Second
 )
 
-// pauseEnv is a test-only hook: with CAIRN_STATE_TEST_REKEY_PAUSE_AFTER=N,
-// rekey saves its progress after N objects, says so on stderr and waits to
-// be killed, so that tests can SIGKILL it at a known point. It is read only
-// here, by the CLI's main package.
-const pauseEnv = "CAIRN_STATE_TEST_REKEY_PAUSE_AFTER"
+// rekeyPause is called after each object rekey re-seals, with the count so
+// far and a function that saves the progress record. Only the test build
+// (go build -tags cairntest, see testhooks_cairntest.go) has one, to stop
+// at a known point; the shipped binary has none (testhooks.go).
+type rekeyPause func(ctx context.Context, resealed int, save func(context.Context) error) error
 
 // rekeyProgress is the progress record: every object whose name is ≤ After
 // (in lexical order) and that was not written after the record was saved
@@ -91,9 +90,10 @@ func (s splitSealer) Open(name string, c []byte) ([]byte, error) { return s.open
 func runRekey(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("rekey")
 	var old listFlag
-	fs.Var(&old, "old-identity", "")
-	restart := fs.Bool("restart", false, "")
-	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "")
+	fs.Var(&old, "old-identity", "an identity `FILE` to open objects with but not seal to (the key being retired); repeatable")
+	restart := fs.Bool("restart", false, "ignore the progress of an interrupted run and re-seal everything")
+	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "emergency recovery: also read objects no configured identity authenticates (with a recovery key that never wrote), and re-seal them authenticated")
+	a.waitFlag(fs)
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -103,9 +103,12 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	}
 	var oldIDs []age.Identity
 	for _, path := range old {
-		ids, err := envelope.LoadIdentityFile(path)
+		if err := checkIdentityArg("--old-identity", path); err != nil {
+			return err
+		}
+		ids, err := loadIdentityFile(path) // its errors name the path
 		if err != nil {
-			return fmt.Errorf("old identity file %s: %w", path, err)
+			return fmt.Errorf("--old-identity: %w", err)
 		}
 		oldIDs = append(oldIDs, ids...)
 	}
@@ -122,11 +125,9 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	pauseAfter := -1
-	if v := a.getenv(pauseEnv); v != "" {
-		if pauseAfter, err = strconv.Atoi(v); err != nil {
-			return usagef("%s=%q: not a number", pauseEnv, v)
-		}
+	pause, err := testRekeyPause(a)
+	if err != nil {
+		return err
 	}
 	// The lock about to be replaced: if it is the interrupted run's own,
 	// nobody held the lock since that run last saved its progress.
@@ -134,9 +135,15 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	if before, err := lock.Inspect(ctx, st, &lock.InspectOptions{StaleAfter: a.staleAfter}); err == nil && before.Readable {
 		replacing = before.Record.AcquisitionID
 	}
+	signalled := ctx
 	return a.withLock(ctx, st, "rekey", func(ctx context.Context, fenced *store.Store, l *lock.Lock) error {
-		r := rekeyer{a: a, st: fenced.Internal(), l: l, target: target, pauseAfter: pauseAfter, replacing: replacing}
+		r := rekeyer{a: a, st: fenced.Internal(), l: l, target: target, pause: pause, replacing: replacing}
 		doc, err := r.run(ctx, *restart)
+		if err != nil && signalled.Err() != nil && l.Err() == nil {
+			// SIGINT or SIGTERM, not a lost lock: say how far it got.
+			// The progress record is saved (run saves it on any error).
+			return r.interrupted(doc, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -158,15 +165,26 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 
 // rekeyer is one rekey run, holding the lock.
 type rekeyer struct {
-	a          *app
-	st         *store.Store // internal view, fenced by the lock
-	l          *lock.Lock
-	target     string
-	pauseAfter int
-	replacing  string // acquisition id of the lock record found before acquiring
+	a         *app
+	st        *store.Store // internal view, fenced by the lock
+	l         *lock.Lock
+	target    string
+	pause     rekeyPause // nil but in the test build
+	replacing string     // acquisition id of the lock record found before acquiring
 
 	prog     rekeyProgress
 	lastSave time.Time
+	listed   bool // the listing is complete and prog.Total counts the objects
+}
+
+// interrupted is the error of a run stopped by a signal: how far it got,
+// and that the same command resumes. It unwraps to the cause.
+func (r *rekeyer) interrupted(doc rekeyDoc, err error) error {
+	msg := "rekey: interrupted before it listed the objects; nothing was re-sealed. Run the same command again"
+	if r.listed {
+		msg = fmt.Sprintf("rekey: interrupted after re-sealing %d of %d objects; run the same command again to resume where it stopped", r.prog.Done, doc.Total)
+	}
+	return &wordedError{msg: msg, err: err}
 }
 
 func (r *rekeyer) run(ctx context.Context, restart bool) (rekeyDoc, error) {
@@ -193,6 +211,7 @@ func (r *rekeyer) run(ctx context.Context, restart bool) (rekeyDoc, error) {
 	if err != nil {
 		return doc, fmt.Errorf("rekey: %w", err)
 	}
+	r.listed = true
 	slices.SortFunc(objs, func(x, y store.Info) int { return strings.Compare(x.Name, y.Name) })
 	doc.Total = len(objs)
 
@@ -245,8 +264,8 @@ func (r *rekeyer) run(ctx context.Context, restart bool) (rekeyDoc, error) {
 				return doc, err
 			}
 		}
-		if doc.Resealed == r.pauseAfter {
-			if err := r.pause(ctx); err != nil {
+		if r.pause != nil {
+			if err := r.pause(ctx, doc.Resealed, r.saveProgress); err != nil {
 				return doc, err
 			}
 		}
@@ -268,6 +287,9 @@ func (r *rekeyer) reseal(ctx context.Context, name string) error {
 		return nil // removed since the listing
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		hint := ""
 		switch reason(err) {
 		case reasonWrongKey:
@@ -275,7 +297,8 @@ func (r *rekeyer) reseal(ctx context.Context, name string) error {
 		case reasonUnauthenticated:
 			hint = "; if you are recovering with a recovery key that never wrote, and trust the storage, add --allow-unauthenticated"
 		}
-		return fmt.Errorf("rekey: cannot open %q (%s)%s: %w", name, reason(err), hint, err)
+		// err names the object.
+		return fmt.Errorf("rekey: %w (%s)%s", err, reason(err), hint)
 	}
 	var opts store.PutOptions
 	if r.st.ConditionalWrites() {
@@ -325,16 +348,6 @@ func (r *rekeyer) saveProgress(ctx context.Context) error {
 	}
 	r.lastSave = time.Now()
 	return nil
-}
-
-// pause implements the test-only hook (see pauseEnv).
-func (r *rekeyer) pause(ctx context.Context) error {
-	if err := r.saveProgress(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintf(r.a.err, "rekey: paused after %d objects (%s)\n", r.pauseAfter, pauseEnv)
-	<-ctx.Done()
-	return fmt.Errorf("rekey: paused: %w", ctx.Err())
 }
 
 // fingerprint identifies the recipient set objects are sealed to: a hash of

@@ -28,10 +28,9 @@
 // stops writing at once, names the new holder when known and leaves that
 // holder's lock alone.
 //
-// For tests only, CAIRN_EXAMPLE_PAUSE_IN_MIGRATION=0002-seed-settings makes
-// that migration stop half-way, print "paused in migration …" on stderr and
-// wait, so that a test can kill the process in the middle of a step. The
-// library knows nothing of it.
+// The binary its tests build (go build -tags cairntest) can stop half-way
+// through a migration so that a test can kill it there
+// (testhooks_cairntest.go); the example as shipped has no such hook.
 package main
 
 import (
@@ -70,7 +69,6 @@ const (
 	demoState    = "file:" + demoDir + "/state"
 	demoIdentity = demoDir + "/identity.txt"
 	legacyDir    = demoDir + "/legacy"
-	pauseEnv     = "CAIRN_EXAMPLE_PAUSE_IN_MIGRATION"
 )
 
 func main() {
@@ -203,7 +201,7 @@ func migrations(stderr io.Writer) []migrate.Migration {
 					{"settings/limits", `{"max_users":10}`},
 				}
 				for i, d := range defaults {
-					if i == 1 && os.Getenv(pauseEnv) == "0002-seed-settings" {
+					if i == 1 && testPauseInMigration("0002-seed-settings") {
 						fmt.Fprintln(stderr, "paused in migration 0002-seed-settings")
 						<-ctx.Done()
 						return ctx.Err()

@@ -48,7 +48,8 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		binary = filepath.Join(dir, "instance")
-		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		// The test build: with the migration pause of testhooks_cairntest.go.
+		if out, err := exec.Command("go", "build", "-tags", "cairntest", "-o", binary, ".").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building the example: %v\n%s", err, out)
 			return 1
 		}
@@ -62,6 +63,10 @@ func TestMain(m *testing.M) {
 		return code
 	}())
 }
+
+// testPauseEnv is the test build's hook (testhooks_cairntest.go): the named
+// migration stops half-way and waits.
+const testPauseEnv = "CAIRN_EXAMPLE_PAUSE_IN_MIGRATION"
 
 // Timeouts are generous: Garage is a debug build and CPUs are shared. They
 // bound failures; passing runs take a fraction of them.
@@ -346,7 +351,7 @@ func testDeleteTheVolume(t *testing.T, tg target) {
 
 func testKilledMidMigration(t *testing.T, tg target) {
 	w := newWorld(t, tg)
-	p := w.start(t, "", "app", []string{pauseEnv + "=0002-seed-settings"})
+	p := w.start(t, "", "app", []string{testPauseEnv + "=0002-seed-settings"})
 	p.waitStderr(t, "paused in migration 0002-seed-settings", bootTimeout)
 	p.signal(t, syscall.SIGKILL)
 	if code := p.wait(t, exitTimeout); code != -1 {
@@ -440,7 +445,7 @@ func lastLine(s string) string {
 func cleanEnv() []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "CAIRN_STATE_") || strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, pauseEnv+"=") {
+		if strings.HasPrefix(kv, "CAIRN_STATE_") || strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, testPauseEnv+"=") {
 			continue
 		}
 		out = append(out, kv)

@@ -17,7 +17,9 @@ import (
 
 // intentWindow is the intent window the suite's options give (the lock's
 // default: half the stale window, within 4 s and 30 s).
-func (e *env) intentWindow() time.Duration { return min(30*time.Second, max(e.stale()/2, 4*time.Second)) }
+func (e *env) intentWindow() time.Duration {
+	return min(30*time.Second, max(e.stale()/2, 4*time.Second))
+}
 
 // A zombie intent (a PUT that timed out and landed later) makes acquirers
 // back off for at most the intent window, not the stale window.

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// secretOf returns the AGE-SECRET-KEY-1… line of an identity file.
+func secretOf(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if strings.HasPrefix(line, "AGE-SECRET-KEY-1") {
+			return line
+		}
+	}
+	t.Fatalf("no secret key in %s", path)
+	return ""
+}
+
+// assertAbsent fails if any run printed the secret's key material (its
+// bech32 data, in any case) on stdout or stderr.
+func assertAbsent(t *testing.T, what string, r result, secrets ...string) {
+	t.Helper()
+	out := strings.ToLower(r.stdout + r.stderr)
+	for _, s := range secrets {
+		s = strings.ToLower(s)
+		if data, ok := strings.CutPrefix(s, "age-secret-key-1"); ok {
+			s = data[:20] // any long run of the key data is a leak
+		}
+		if strings.Contains(out, s) {
+			t.Errorf("%s: the secret %q was printed:\n%s", what, s, r)
+		}
+	}
+}
+
+func TestSecrets_SecretKeyWhereARecipientOrPathBelongs_NeverEchoed_SaysWhatWasWrong(t *testing.T) {
+	dir := t.TempDir()
+	tg := &target{dir: dir, url: "file://" + filepath.Join(dir, "state")}
+	id, _ := tg.keygen(t, "id.txt")
+	key := secretOf(t, id)
+	shapes := map[string]string{
+		"exact":      key,
+		"quoted":     `"` + key + `"`,
+		"lower-case": strings.ToLower(key),
+		"mixed-case": "Age-Secret-Key-1" + strings.ToLower(key[len("AGE-SECRET-KEY-1"):]),
+		"embedded":   "my key: " + key + " (new)",
+		"spaced":     "  " + key + "\t",
+	}
+	for shape, v := range shapes {
+		for _, c := range []struct {
+			name, want string
+			args       []string
+			env        []string
+		}{
+			{"--recipient", "--recipient looks like a secret key (AGE-SECRET-KEY-…); give the public recipient, age1…; see `age-keygen -y`",
+				[]string{"put", "x", "--identity", id, "--recipient", v}, nil},
+			{"CAIRN_STATE_RECIPIENTS", "CAIRN_STATE_RECIPIENTS looks like a secret key",
+				[]string{"put", "x", "--identity", id}, []string{"CAIRN_STATE_RECIPIENTS=age1qqqq," + v}},
+			{"--identity", "--identity looks like a secret key (AGE-SECRET-KEY-…) itself, not the path of a file",
+				[]string{"get", "x", "--identity", v}, nil},
+			{"CAIRN_STATE_IDENTITY", "CAIRN_STATE_IDENTITY looks like a secret key",
+				[]string{"get", "x"}, []string{"CAIRN_STATE_IDENTITY=" + v}},
+			{"--old-identity", "--old-identity looks like a secret key",
+				[]string{"rekey", "--identity", id, "--old-identity", v}, nil},
+			{"rekey --recipient", "--recipient looks like a secret key",
+				[]string{"rekey", "--identity", id, "--recipient", v}, nil},
+		} {
+			for _, json := range []bool{false, true} {
+				args := c.args
+				if json {
+					args = append(append([]string{}, args...), "--json")
+				}
+				r := tg.cliEnv(t, []byte("v"), c.env, append(args, "--verbose")...).must(t, exitUsage)
+				what := shape + " " + c.name
+				assertAbsent(t, what, r, key)
+				if !strings.Contains(r.stderr, c.want) {
+					t.Errorf("%s: stderr does not say %q:\n%s", what, c.want, r)
+				}
+				if json {
+					if doc := decode[errorDoc](t, r); !strings.Contains(doc.Error.Message, c.want) {
+						t.Errorf("%s --json: message %q", what, doc.Error.Message)
+					}
+				}
+			}
+		}
+	}
+	// A value that is no public recipient is not repeated either (it
+	// might be a secret in a form not recognised); a public one is.
+	r := tg.cli(t, []byte("v"), "put", "x", "--identity", id, "--recipient", "c2VjcmV0LWluLWJhc2U2NA").must(t, exitUsage)
+	assertAbsent(t, "unknown recipient", r, "c2VjcmV0LWluLWJhc2U2NA")
+	if !strings.Contains(r.stderr, "not a public recipient") {
+		t.Errorf("unknown recipient:\n%s", r)
+	}
+	r = tg.cli(t, []byte("v"), "put", "x", "--identity", id, "--recipient", "age1nope").must(t, exitUsage)
+	if !strings.Contains(r.stderr, "age1nope") {
+		t.Errorf("a bad public recipient is not named:\n%s", r)
+	}
+	// Nothing was written.
+	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("a refused put created the store: %v", err)
+	}
+}
+
+// secretURLs are store URLs carrying credentials in each place one can
+// hide, with the substrings that must never be printed. The endpoints are
+// closed ports: every command fails, and the failure must not echo them.
+var secretURLs = []struct {
+	name    string
+	url     string
+	secrets []string
+}{
+	{"userinfo", "s3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
+	{"userinfo, upper-case scheme", "S3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
+	{"quoted userinfo", `"s3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1"`, []string{"AKIDUSER", "SECRETPASS"}},
+	{"endpoint userinfo", "s3://bucket?endpoint=http://AKIDUSER:SECRETPASS@127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
+	{"endpoint userinfo, encoded", "s3://bucket?endpoint=http%3A%2F%2FAKIDUSER%3ASECRETPASS%40127.0.0.1%3A1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
+	{"endpoint userinfo, no scheme", "s3://bucket?endpoint=AKIDUSER:SECRETPASS@127.0.0.1:1", []string{"AKIDUSER", "SECRETPASS"}},
+	{"query token", "s3://bucket?endpoint=http://127.0.0.1:1&region=x&X-Amz-Security-Token=SECRETTOKEN", []string{"SECRETTOKEN"}},
+	{"query secret key, lower-case", "s3://bucket?endpoint=http://127.0.0.1:1&aws_secret_access_key=secretpass", []string{"secretpass"}},
+	{"file userinfo", "file://AKIDUSER:SECRETPASS@localhost/tmp/x", []string{"AKIDUSER", "SECRETPASS"}},
+}
+
+func TestSecrets_CredentialsInTheURL_NeverPrinted_NotEvenInJSONOrLogs(t *testing.T) {
+	dir := t.TempDir()
+	tg := &target{dir: dir}
+	id, _ := tg.keygen(t, "id.txt")
+	// Credentials in the environment make the S3 client reach the closed
+	// endpoint, so that the failures are network errors, logged and
+	// returned.
+	env := []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_EC2_METADATA_DISABLED=true"}
+	for _, c := range secretURLs {
+		for _, args := range [][]string{
+			{"ls"}, {"ls", "--json"}, {"ls", "--verbose"}, {"put", "x", "--identity", id, "--verbose", "--json"}, {"lock", "status", "--json"},
+		} {
+			r := (&target{dir: dir}).cliEnv(t, []byte("v"), append(env, "CAIRN_STATE_URL="+c.url), args...)
+			if r.code == exitOK {
+				t.Errorf("%s %v succeeded against a closed port: %s", c.name, args, r)
+			}
+			for _, s := range c.secrets {
+				if strings.Contains(r.stdout+r.stderr, s) {
+					t.Errorf("%s %v printed %q:\n%s", c.name, args, s, r)
+				}
+			}
+		}
+	}
+}
+
+func TestIdentityFile_AccessibleByOthers_RefusedNamingFileModeAndFix(t *testing.T) {
+	dir := t.TempDir()
+	tg := &target{dir: dir, url: "file://" + filepath.Join(dir, "state")}
+	id, _ := tg.keygen(t, "id.txt")
+	old, _ := tg.keygen(t, "old.txt")
+	tg.cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660} {
+		for _, c := range []struct {
+			file string
+			args []string
+		}{
+			{id, []string{"get", "x", "--identity", id}},
+			{id, []string{"put", "y", "--identity", id}},
+			{old, []string{"rekey", "--identity", id, "--old-identity", old}},
+		} {
+			if err := os.Chmod(c.file, mode); err != nil {
+				t.Fatal(err)
+			}
+			r := tg.cli(t, []byte("v"), c.args...).must(t, exitFail)
+			for _, want := range []string{c.file, "mode " + fmtMode(mode), "chmod 600 " + c.file} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("%04o %v: stderr lacks %q:\n%s", mode, c.args, want, r)
+				}
+			}
+			if err := os.Chmod(c.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Nothing was written by the refused put, and 0400 is fine.
+	if err := os.Chmod(id, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	ls := decode[lsDoc](t, tg.cli(t, nil, "ls", "--json").must(t, exitOK))
+	if len(ls.Objects) != 1 {
+		t.Errorf("objects after refused writes: %+v", ls.Objects)
+	}
+	tg.cli(t, nil, "get", "x", "--identity", id).must(t, exitOK)
+}
+
+func fmtMode(m os.FileMode) string {
+	const digits = "01234567"
+	p := uint32(m.Perm())
+	return string([]byte{'0', digits[p>>6&7], digits[p>>3&7], digits[p&7]})
+}

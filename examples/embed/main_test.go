@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fs"
+)
+
+// TestREADME_ShowsThisProgram_ByteForByte keeps the README's embedding
+// example and this file the same program: the README's Go block that
+// starts like this file must be this file.
+func TestREADME_ShowsThisProgram_ByteForByte(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(self), "\n")
+	_, block, ok := strings.Cut(string(readme), "```go\n"+first+"\n")
+	if !ok {
+		t.Fatalf("README.md has no ```go block starting with %q", first)
+	}
+	block, _, ok = strings.Cut(block, "\n```\n")
+	if !ok {
+		t.Fatal("the README's block does not end")
+	}
+	if got := first + "\n" + block + "\n"; got != string(self) {
+		t.Errorf("README.md's embedding example differs from examples/embed/main.go; copy the file into the README.\nREADME:\n%s", got)
+	}
+}
+
+// build compiles the program once per test run.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "embed")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// environ is the test's environment without cairn-state or AWS settings.
+func environ(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CAIRN_STATE_") && !strings.HasPrefix(kv, "AWS_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+func TestEnvironmentUnset_ClearErrorAndNonZeroExit_NoPanic(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	id := filepath.Join(dir, "id.txt")
+	writeIdentity(t, id)
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "CAIRN_STATE_URL"},
+		{[]string{"CAIRN_STATE_URL=file:" + filepath.Join(dir, "state")}, "CAIRN_STATE_IDENTITY"},
+		{[]string{"CAIRN_STATE_URL=ftp://x", "CAIRN_STATE_IDENTITY=" + id}, "unknown scheme"},
+	} {
+		cmd := exec.Command(bin)
+		cmd.Env, cmd.Dir = environ(c.env...), dir
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 1 {
+			t.Errorf("%v: %v, want exit 1\n%s", c.env, err, out)
+		}
+		if !strings.HasPrefix(string(out), "app: ") || !strings.Contains(string(out), c.want) || strings.Contains(string(out), "panic") {
+			t.Errorf("%v: output does not say %q clearly:\n%s", c.env, c.want, out)
+		}
+	}
+}
+
+func TestBoots_ServesUntilSIGTERM_ReleasesTheLock_NextBootCountsOn(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	id := filepath.Join(dir, "id.txt")
+	writeIdentity(t, id)
+	env := environ("CAIRN_STATE_URL=file:"+filepath.Join(dir, "state"), "CAIRN_STATE_IDENTITY="+id)
+	for boot := 1; boot <= 2; boot++ {
+		cmd := exec.Command(bin)
+		cmd.Env, cmd.Dir = env, dir
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		out := bufio.NewScanner(stdout)
+		// The epoch grows at every acquisition: the first boot released
+		// its lock, and the second counts on from the saved epoch.
+		if !out.Scan() || out.Text() != fmt.Sprintf("ready: theme=dark epoch=%d", boot) {
+			t.Fatalf("boot %d: %q\n%s", boot, out.Text(), &stderr)
+		}
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("boot %d after SIGTERM: %v\n%s", boot, err, &stderr)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("boot %d: no exit after SIGTERM", boot)
+		}
+		raw, err := fs.New(filepath.Join(dir, "state"), fs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := raw.Get(t.Context(), ".cairn-state/.lock"); !errors.Is(err, backend.ErrNotFound) {
+			t.Errorf("boot %d: the lock was not released (get: %v)", boot, err)
+		}
+	}
+}
+
+func writeIdentity(t *testing.T, path string) {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

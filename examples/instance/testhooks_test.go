@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestShippedExample_HasNoTestHooks builds the example as it ships (no
+// build tags): the pause variable's name is not in the binary, and with the
+// variable set the example boots through every migration and shuts down.
+func TestShippedExample_HasNoTestHooks(t *testing.T) {
+	shipped := filepath.Join(t.TempDir(), "instance")
+	if out, err := exec.Command("go", "build", "-o", shipped, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(testPauseEnv)) {
+		t.Errorf("the shipped example contains %s", testPauseEnv)
+	}
+
+	cmd := exec.Command(shipped, "--instance-id", "shipped")
+	cmd.Dir = t.TempDir() // the demo store and identity go here
+	cmd.Env = append(cleanEnv(), testPauseEnv+"=0002-seed-settings")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	select {
+	case line := <-lines:
+		if !strings.HasPrefix(line, "ready: instance=shipped") {
+			t.Fatalf("first line %q\n%s", line, stderr.String())
+		}
+	case <-time.After(bootTimeout):
+		t.Fatalf("the shipped example did not get ready with %s set:\n%s", testPauseEnv, stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for line := range lines {
+		rest = append(rest, line)
+	}
+	if err := cmd.Wait(); err != nil || !strings.Contains(strings.Join(rest, "\n"), "shutdown complete") {
+		t.Errorf("shutdown: %v %q\n%s", err, rest, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "paused in migration") {
+		t.Errorf("the shipped example paused:\n%s", stderr.String())
+	}
+}
