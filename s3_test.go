@@ -20,12 +20,12 @@ import (
 
 func TestOpen_S3URLWithRoot_Versitygw_KeepsEverythingUnderTheRootWithCAS(t *testing.T) {
 	srv := versitygw.Start(t)
-	testS3Boot(t, &srv.S3Server, "compare-and-swap")
+	testS3Boot(t, &srv.S3Server, lock.ModeCAS)
 }
 
-func TestOpen_S3URLWithRoot_Garage_KeepsEverythingUnderTheRootAdvisory(t *testing.T) {
+func TestOpen_S3URLWithRoot_Garage_KeepsEverythingUnderTheRootWithClaims(t *testing.T) {
 	srv := garage.Start(t)
-	testS3Boot(t, &srv.S3Server, "advisory")
+	testS3Boot(t, &srv.S3Server, lock.ModeClaims)
 }
 
 // testS3Boot boots through an s3:// URL with a root prefix, credentials from
@@ -59,7 +59,11 @@ func testS3Boot(t *testing.T, srv *testutil.S3Server, wantMode lock.Mode) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"apps/one/.cairn-state/.lock", "apps/one/.cairn-state/.migrations", "apps/one/.cairn-state/hello"} {
+	holder := "apps/one/.cairn-state/.lock"
+	if wantMode == lock.ModeClaims {
+		holder = "apps/one/.cairn-state/.lock.d/claim-" + inst.Lock().Record().AcquisitionID + "-2-held"
+	}
+	for _, want := range []string{holder, "apps/one/.cairn-state/.lock.d/epoch-00000000000000000001", "apps/one/.cairn-state/.migrations", "apps/one/.cairn-state/hello"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("bucket lacks %s; has %q", want, keys)
 		}

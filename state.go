@@ -108,6 +108,9 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		WaitForStale:      cfg.WaitForStale,
 		Logger:            logger,
 	})
+	if errors.Is(err, lock.ErrHeld) {
+		return fail(StageLock, fmt.Errorf("refusing to start: %w", err))
+	}
 	if err != nil {
 		return fail(StageLock, err)
 	}

@@ -194,8 +194,15 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 			return decision{}, err
 		}
 	}
+	confirmed := map[string]bool{}
+	for _, e := range v.helds {
+		confirmed[e.acq] = true
+	}
 	for _, e := range v.intents {
-		if e.acq == own || a.mine[e.acq] {
+		// An intent whose held claim exists is superseded by it (its
+		// holder crashed before deleting it, say): the held claim is
+		// judged instead.
+		if e.acq == own || a.mine[e.acq] || confirmed[e.acq] {
 			continue
 		}
 		if a.intentLive(e, now) {

@@ -35,6 +35,7 @@ const (
 	childHostname  = "CAIRN_LOCK_TEST_HOSTNAME" // set in a new UTS namespace: "another pod"
 	childStale     = "CAIRN_LOCK_TEST_STALE_AFTER"
 	childHeartbeat = "CAIRN_LOCK_TEST_HEARTBEAT"
+	childWrite     = "CAIRN_LOCK_TEST_WRITE" // write "app" through the fenced store while holding
 )
 
 func childMain() int {
@@ -71,18 +72,37 @@ func childMain() int {
 		return 1
 	}
 	fmt.Printf("held epoch=%d pid=%d\n", l.Record().Epoch, os.Getpid())
-	select {
-	case <-term:
-		if err := l.Release(ctx); err != nil {
-			fmt.Printf("release failed: %v\n", err)
-			return 1
+	// With childWrite, write through the fenced store until told to stop,
+	// counting what landed and what the fence refused.
+	var writes, refused int
+	tick := make(<-chan time.Time)
+	if os.Getenv(childWrite) != "" {
+		t := time.NewTicker(max(hb/8, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	fenced := st.WithFence(l)
+	for {
+		select {
+		case <-tick:
+			if _, err := fenced.Put(ctx, "app", []byte(fmt.Sprint(writes)), store.PutOptions{}); err != nil {
+				refused++
+			} else {
+				writes++
+			}
+			continue
+		case <-term:
+			if err := l.Release(ctx); err != nil {
+				fmt.Printf("release failed: %v\n", err)
+				return 1
+			}
+			fmt.Printf("released writes=%d refused=%d\n", writes, refused)
+			return 0
+		case <-l.Lost():
+			_, werr := fenced.Put(ctx, "app", []byte("written after loss"), store.PutOptions{})
+			fmt.Printf("lost: %v | write: %v\n", l.Err(), werr)
+			return 4
 		}
-		fmt.Println("released")
-		return 0
-	case <-l.Lost():
-		_, werr := st.WithFence(l).Put(ctx, "app", []byte("written after loss"), store.PutOptions{})
-		fmt.Printf("lost: %v | write: %v\n", l.Err(), werr)
-		return 4
 	}
 }
 

@@ -58,11 +58,11 @@ func (c *httpCounter) take() []string {
 func TestLock_S3_HTTPRequestsPerStep(t *testing.T) {
 	t.Run("versitygw", func(t *testing.T) {
 		srv := versitygw.Start(t)
-		measureHTTP(t, &srv.S3Server, 3, 1, 4, 6)
+		measureHTTP(t, &srv.S3Server, 4, 1, 2, 5)
 	})
 	t.Run("garage", func(t *testing.T) {
 		srv := garage.Start(t)
-		measureHTTP(t, &srv.S3Server, 4, 2, 4, 5)
+		measureHTTP(t, &srv.S3Server, 4, 2, 2, 5)
 	})
 }
 

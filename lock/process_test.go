@@ -133,17 +133,46 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // machine, whose PID this process cannot probe.
 func startChild(t *testing.T, w *world, id string, otherPod bool) *child {
 	t.Helper()
+	c := childSpec{id: id}
+	if otherPod {
+		c.hostname = id + "-host"
+	}
+	return c.start(t, w)
+}
+
+// childSpec says how to run a lock holder in another process.
+type childSpec struct {
+	id        string        // instance id; empty: the default (the hostname)
+	hostname  string        // non-empty: new UTS and PID namespaces with this hostname ("another pod")
+	write     bool          // write through the fenced store while holding
+	identity  string        // identity file; empty: the world's
+	heartbeat time.Duration // zero: a quarter of the world's stale window
+}
+
+func (cs childSpec) start(t *testing.T, w *world) *child {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	identity, hb := cs.identity, cs.heartbeat
+	if identity == "" {
+		identity = w.identity
+	}
+	if hb == 0 {
+		hb = w.stale / 4
+	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), w.env...)
 	cmd.Env = append(cmd.Env,
-		childEnv+"=1", childURL+"="+w.url, childIdentity+"="+w.identity, childInstance+"="+id,
-		childStale+"="+w.stale.String(), childHeartbeat+"="+(w.stale/4).String())
+		childEnv+"=1", childURL+"="+w.url, childIdentity+"="+identity, childInstance+"="+cs.id,
+		childStale+"="+w.stale.String(), childHeartbeat+"="+hb.String())
+	if cs.write {
+		cmd.Env = append(cmd.Env, childWrite+"=1")
+	}
+	otherPod := cs.hostname != ""
 	if otherPod {
-		cmd.Env = append(cmd.Env, childHostname+"="+id+"-host")
+		cmd.Env = append(cmd.Env, childHostname+"="+cs.hostname)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS | syscall.CLONE_NEWPID}
 	}
 	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: new(syncBuffer), exited: make(chan struct{})}

@@ -53,6 +53,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -244,17 +245,35 @@ func parseHeader(h []byte) (string, bool) {
 	return v, true
 }
 
-// currentVersion returns the version of key, or "" when it is absent.
+// currentVersion returns the version of key, or "" when it is absent. A
+// corrupt object file has the version List reports for it, so that a
+// caller that judged it can replace or delete it conditionally.
 func (b *Backend) currentVersion(key string) (string, error) {
 	f, obj, err := b.open(key)
-	if errors.Is(err, backend.ErrNotFound) {
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
 		return "", nil
-	}
-	if err != nil {
+	case errors.Is(err, backend.ErrCorrupt):
+		c, serr := b.corruptObject(key)
+		if serr != nil {
+			return "", err
+		}
+		return c.Version, nil
+	case err != nil:
 		return "", err
 	}
 	f.Close()
 	return obj.Version, nil
+}
+
+// corruptObject describes a corrupt object file from the file itself: its
+// size and time, and a version no write produces (derived from its time).
+func (b *Backend) corruptObject(key string) (backend.Object, error) {
+	fi, err := b.root.Stat(diskPath(key))
+	if err != nil {
+		return backend.Object{}, err
+	}
+	return backend.Object{Key: key, Size: fi.Size(), Version: "corrupt-" + strconv.FormatInt(fi.ModTime().UnixNano(), 36), ModTime: fi.ModTime()}, nil
 }
 
 func newVersion() string {
@@ -512,10 +531,25 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		if errors.Is(err, backend.ErrNotFound) {
 			continue
 		}
+		if errors.Is(err, backend.ErrCorrupt) {
+			// A damaged object file is still an object: listed (its size
+			// and time from the file itself, a version no write produces),
+			// so that its reader gets ErrCorrupt and judges it, rather than
+			// every listing of its folder failing.
+			c, serr := b.corruptObject(k)
+			if serr != nil {
+				continue
+			}
+			obj = c
+			b.log.Warn("fs: object file is corrupt; listed so that its reader reports it", "key", k)
+			err, f = nil, nil
+		}
 		if err != nil {
 			return fmt.Errorf("list %q: %w", prefix, err)
 		}
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 		if err := fn(obj); err != nil {
 			return err
 		}

@@ -570,8 +570,12 @@ func (a *app) fail(err error) {
 	switch {
 	case !errors.As(err, &held):
 	case held.Unreadable != "":
-		fmt.Fprintf(a.err, "hint: pass the identity the lock is sealed to (--identity FILE) to see who holds it, or wait until it is stale (in %s); if its holder is gone for good: cairn-state lock break --force (no --holder: it cannot be read)\n",
+		fmt.Fprintf(a.err, "hint: it may belong to a live instance whose key is not configured here: pass the identity the lock is sealed to (--identity FILE) to see who holds it, or wait until it is stale (in %s); if its holder is gone for good: cairn-state lock break --force (no --holder: it cannot be read)\n",
 			ago(held.StaleIn))
+	case held.Duplicate && held.Holder.InstanceID == instanceID():
+		fmt.Fprintf(a.err, "hint: another cairn-state process on this host (pid %d) is writing; let it finish, or wait for it with --wait DURATION\n", held.Holder.PID)
+	case held.Duplicate:
+		fmt.Fprintf(a.err, "hint: two live processes use the instance id %q; give each instance its own (--instance-id, state.Config.InstanceID)\n", held.Holder.InstanceID)
 	default:
 		fmt.Fprintf(a.err, "hint: stop %q first, or wait until its lock is stale; if it is gone for good: cairn-state lock break --force --holder %q\n",
 			held.Holder.InstanceID, held.Holder.InstanceID)

@@ -25,7 +25,7 @@ func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T)
 				t.Errorf("%s: refusal does not name the holder and its stale horizon:\n%s", args[0], r)
 			}
 			// A write refused is not a boot refused.
-			if !strings.Contains(r.stderr, "; refusing to write") || strings.Contains(r.stderr, "refusing to start") {
+			if !strings.Contains(r.stderr, "refusing to write: state lock held by") || strings.Contains(r.stderr, "refusing to start") {
 				t.Errorf("%s: refusal wording:\n%s", args[0], r)
 			}
 		}
@@ -207,7 +207,7 @@ func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t
 			{"rekey", "--identity", ours},
 		} {
 			r := tg.cli(t, []byte("v"), args...).must(t, exitHeld)
-			for _, want := range []string{"could not be read with the configured identities", "may belong to a live instance", "refusing to write", "hint:"} {
+			for _, want := range []string{"held by an instance whose key this process does not hold", "may belong to a live instance", "refusing to write", "hint:"} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("%s: refusal lacks %q:\n%s", args[0], want, r)
 				}

@@ -236,7 +236,7 @@ func testSecondInstance(t *testing.T, tg target) {
 	if code := b.wait(t, exitTimeout); code != 3 {
 		t.Fatalf("second instance exit code = %d, want 3\nstderr:\n%s", code, b.stderr.String())
 	}
-	want := fmt.Sprintf(`state lock held by "inst-a" (pid %d)`, a.cmd.Process.Pid)
+	want := fmt.Sprintf(`state lock held by "inst-a" (pid %d on host `, a.cmd.Process.Pid)
 	if !strings.Contains(b.stderr.String(), want) {
 		t.Fatalf("refusal does not name the holder (%s):\n%s", want, b.stderr.String())
 	}

@@ -170,3 +170,23 @@ func testMixedModes(t *testing.T, e *env) {
 	}
 	_ = store.ErrNotFound
 }
+
+// A holder that crashed right after confirming leaves its intent behind;
+// the intent is superseded by the held claim, which is judged instead — it
+// does not make acquirers back off for the intent window.
+func testHolderIntentLeftBehind(t *testing.T, e *env) {
+	st := e.store(nil)
+	rec := e.foreign("pod-a")
+	e.plant(st, rec)
+	intent := rec
+	intent.State, intent.Epoch = lock.StateIntent, 0
+	e.putRecord(st, intentClaim(rec.AcquisitionID), intent)
+	_, err := lock.Acquire(e.ctx(), st, e.opts("pod-b"))
+	wantHeld(t, err, "pod-a") // refused by the held claim, not backed off by the intent
+	eventually(t, 2*e.stale()+e.slack(), "the crashed holder's claim goes stale", func() bool { return e.status(st).Stale })
+	start := time.Now()
+	e.acquire(st, e.opts("pod-b"))
+	if took := time.Since(start); took >= e.intentWindow() {
+		t.Fatalf("took %s: the crashed holder's intent blocked for the intent window (%s)", took, e.intentWindow())
+	}
+}

@@ -140,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 		{"Epoch_LegacySavedEpochCountedOn", testLegacyEpoch, ""},
 		{"ZombieIntent_BlocksAtMostTheIntentWindow", testZombieIntent, lock.ModeClaims},
 		{"ConfirmAnsweredAfterDeadline_NotTrusted", testLateConfirm, lock.ModeClaims},
+		{"HolderIntentLeftBehind_JudgedByItsHeldClaim", testHolderIntentLeftBehind, lock.ModeClaims},
 		{"ClaimNotWrittenByTheLock_ReportedNotTrusted", testForeignClaimNames, lock.ModeClaims},
 		{"ListingError_NeverCountsAsNoClaim", testListingError, ""},
 		{"MixedModes_ExcludeEachOther", testMixedModes, ""},
