@@ -1,80 +1,97 @@
-// Package lock is the instance lock of cairn-state: one object,
-// <root>/.cairn-state/.lock, sealed like all state, that says which instance
-// is using the store. An instance takes it before it runs migrations,
-// refreshes it while it runs, and releases it on graceful shutdown; a
-// second instance pointed at the same store refuses to start with a
-// [*HeldError] that names the holder.
+// Package lock is the instance lock of cairn-state: it says which instance
+// is using a store, so that a second instance pointed at the same store
+// refuses to start with a [*HeldError] that names the first. An instance
+// takes it ([Acquire]) before it runs migrations, a goroutine refreshes it
+// while the instance runs, and [Lock.Release] removes it on graceful
+// shutdown. Every object of the lock is under <root>/.cairn-state/.lock
+// (the prefix [ListPrefix]), sealed like all state but for the epoch
+// markers, whose number is their name.
 //
-// # Rules
+// # Live means live
 //
-// [Acquire] reads the lock and decides:
+// [Acquire] judges what it finds (docs/adr/0019):
 //
-//   - absent: take it;
-//   - same instance id (by default the hostname, which a crash-restarted
-//     container keeps): take it over at once;
-//   - not refreshed for [Options].StaleAfter (5 minutes by default), or for
-//     the longer window its holder recorded in it, judged on the storage's
-//     clock (the object's modification time against the storage's now), so
-//     instances whose clocks disagree still agree: take it over;
+//   - nothing, or a lock released: take it;
+//   - stale — not refreshed for [Options].StaleAfter (5 minutes by
+//     default, or the longer window its holder recorded) on the storage's
+//     clock, confirmed by the holder's own heartbeat or by watching it; or
+//     watched unchanged for the whole window on this process's clock (the
+//     storage clock stepped back): take it over;
 //   - written from this host's PID space by a process that is dead, or
-//     whose PID was reused (told apart by the process start time, Linux
-//     /proc/<pid>/stat field 22): take it over at once;
-//   - unreadable (wrong key after an identity rotation, garbage): take it
-//     over with a warning; an advisory lock must never brick a boot.
-//     Operator tools set [Options].RefuseUnreadable: their own key may be
-//     the wrong one, so they refuse it until it is stale by its age, as
-//     [Inspect] and [Break] judge it;
-//   - otherwise a live foreign instance holds it: refuse and leave it
-//     untouched, or wait for it with [Options].WaitForStale.
+//     whose PID now belongs to a process with another start (raw clock
+//     ticks since boot): take it over at once;
+//   - alive on this host with our instance id: refuse, as a duplicate
+//     instance id;
+//   - our instance id from a PID space we cannot probe (another host, a
+//     new PID namespace): watch it for one heartbeat interval and a half;
+//     refreshed meanwhile, refuse as a duplicate; not refreshed (a
+//     crash-restarted container), take it over;
+//   - unreadable — a key this process does not hold, garbage, a corrupt
+//     object file: refuse while it is fresh ("held by an instance whose
+//     key this process does not hold"), take it over with a warning once
+//     stale;
+//   - otherwise a live instance holds it: refuse and leave it untouched,
+//     or wait for it with [Options].WaitForStale.
 //
-// Every acquisition writes a new random acquisition id and a fencing epoch
-// one above the last: above the record it replaces or, when it finds no
-// readable lock, above the epoch that the last release or break saved in a
-// second sealed object, <root>/.cairn-state/.lock-epoch ([EpochName]). An
-// unreadable saved epoch is logged and ignored, never fatal. A writer that finds its own acquisition id
-// on the store holds the lock, so an SDK retry that reports "precondition
-// failed" for a write that had in fact landed does not strand the lock.
+// # The lease
 //
-// # Heartbeat and loss
+// The holder counts from the send time of its last confirmed write. Its
+// fence is open for 1.25 heartbeat intervals: [Lock.Err] is nil, and store
+// views fenced with the lock ([store.Store.WithFence]) write, each write
+// cut off at [Lock.Deadline]. Past that the lock is suspended (Err matches
+// [ErrSuspended], writes are refused) until a heartbeat confirms it again;
+// past the stale window less its margin, or as soon as a heartbeat finds
+// another holder, a higher epoch or its record gone, it is lost: Err
+// matches [ErrLost], [Lock.Lost] closes and [Lock.Context] is cancelled.
+// Err checks the lease itself, on the monotonic and the wall clock, so a
+// process resumed after a pause refuses writes before it sends any.
 //
-// A goroutine refreshes the lock every [Options].HeartbeatInterval (60
-// seconds by default). The lock is lost when a heartbeat finds another
-// record (or none) in its place, or when no refresh was confirmed for
-// StaleAfter less a margin (a tenth, at least 1.5 s for one-second storage
-// timestamps) — a paused process, an unreachable storage — because from
-// then on another instance may take over. [Lock.Err] checks that horizon
-// itself, so a store view fenced with the lock ([store.Store.WithFence])
-// refuses writes the moment the process resumes, before any request. Loss
-// closes [Lock.Lost] and cancels [Lock.Context]. [Lock.Release] stops the
-// goroutine, saves the epoch and deletes the lock only if it still carries
-// our acquisition id.
+// A fenced write is cut off by the client at the lease's end; the earliest
+// another instance can start is a quarter heartbeat interval later (15 s
+// by default, a same-id watcher) or at the stale window (another id). A
+// request the server has already received is the one thing the fence
+// cannot recall: one the server applies more than that quarter interval
+// late can land after a takeover.
 //
-// # Modes and honest limits
+// # Epochs
 //
-// On a backend with conditional writes (ModeCAS: AWS S3, MinIO, R2,
-// versitygw, the fs backend) acquisition, heartbeat and release are
-// compare-and-swap: create if absent, replace or delete if the version
-// matches. Two acquirers can never both win; acquiring a free lock takes
-// three requests (lock, saved epoch, create), a heartbeat one, a release
-// three.
+// Every acquisition whose fence opens has an epoch one above every earlier
+// one, across releases, breaks, takeovers of unreadable locks and
+// out-of-band deletes: before its fence opens it writes an epoch marker,
+// <root>/.cairn-state/.lock.d/epoch-<20 digits>, and the next acquisition
+// counts on from the highest marker — which needs no key to read. An
+// acquisition that would pass 2^64−1 fails with [ErrEpochExhausted].
 //
-// On a backend without them (ModeAdvisory: Garage), acquisition is
-// read-then-write and therefore racy at the scale of a second: the lock is
-// written, then read back after [Options].SettleDelay to catch most racing
-// writers, and every heartbeat reads before it writes, so two instances
-// that both believed they won learn it within one heartbeat interval. This
-// is a tripwire against standing misconfiguration — two deployments
-// pointed at one bucket — not consensus. It does not make concurrent
-// writers safe, and the store's writes are not fenced on the storage side
-// in either mode: a write already sent when the lock is lost still lands.
+// # Two protocols, and what they assume
 //
-// A server that claims conditional writes but ignores them defeats the
-// compare-and-swap mode against racing writers (the lock still reads
-// before it acquires, refuses a live holder and never deletes another's
-// lock); the S3 backend probes for that and reports such a server as
-// lacking conditional writes.
+// Where the storage enforces conditional puts and deletes ([ModeCAS]: the
+// S3 probe finds them on AWS S3 and versitygw; the fs backend) the lock is
+// one object, .lock, written with compare-and-swap: acquiring a free lock
+// takes a listing, the conditional create, the marker and a second
+// listing; a heartbeat one conditional write; a release one conditional
+// delete. It assumes the server enforces its conditions.
 //
-// Process liveness is probed only on Linux, where a start time and a PID
-// namespace can be read; elsewhere a dead holder with another instance id
-// is taken over once its lock goes stale. See docs/adr/0008-instance-lock.md.
+// Where it does not ([ModeClaims]: Garage, which ignores conditions;
+// servers that enforce only put conditions, such as MinIO and R2), every
+// acquisition writes a claim of its own, .lock.d/claim-<acquisition>, and
+// then lists everybody's; it confirms only if no other live claim is in
+// sight, all before its intent's deadline (docs/adr/0020). No settle
+// delay, no timing assumption about requests: a write may land late or be
+// re-sent. It assumes strong list-after-write consistency — a listing
+// shows every write that completed before it began — which AWS S3, MinIO,
+// versitygw and Garage in its default consistency_mode = "consistent"
+// give; under Garage's "degraded" or "dangerous" modes two instances can
+// both hold the lock.
+//
+// Both protocols assume that a paused process's clock closes its own fence
+// before anyone else may judge its lock stale (clock rates agree within
+// the windows' margins), and they are checked by Promela models with spin
+// (lock/model). Staleness is judged on the storage's clock (second
+// resolution on S3: keep StaleAfter at 4 s or more there). Process
+// liveness is probed only on Linux, where a start time and a PID namespace
+// can be read.
+//
+// The lock guards against a second instance started by mistake, not
+// against a hostile one with write access to the bucket: anyone who can
+// write the bucket can delete or forge the lock's objects.
 package lock

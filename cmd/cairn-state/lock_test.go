@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/state/lock"
 )
 
 func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T) {
@@ -108,7 +110,7 @@ func TestLockBreak_StaleLock_RemovedWithoutForce_NamingWhatItRemoved(t *testing.
 		h.kill(t) // SIGKILL: the lock stays behind, no longer refreshed
 		waitStale(t, tg, id)
 		r := tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id).must(t, exitOK)
-		if !strings.Contains(r.stdout, "STALE") {
+		if !strings.Contains(r.stdout, `"pod-gone" (stale)`) || !strings.Contains(r.stdout, "take it over at once") {
 			t.Errorf("lock status of a stale lock:\n%s", r)
 		}
 		r = tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", id).must(t, exitOK)
@@ -318,6 +320,29 @@ func TestWait_HolderReleasesWhileWaiting_TheWriteGoesThrough(t *testing.T) {
 		}
 		if got, _, err := tg.store(t, id).Get(t.Context(), "obj/after"); err != nil || string(got) != "written after the release" {
 			t.Errorf("obj/after = %q, %v", got, err)
+		}
+	})
+}
+
+// lock status judges the holder as the lock would: a holder SIGKILLed on
+// this host is dead — the next boot takes it over at once — not "live"
+// (on 47d6aae it said "(live)" while the next put took the lock over).
+func TestLockStatus_SIGKILLedHolderOnThisHost_ReportedDeadWithWhatTheNextBootDoes(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		id, _ := tg.keygen(t, "id.txt")
+		h := tg.startHolder(t, "pod-a", id)
+		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", id, "--json").must(t, exitOK))
+		if st.Liveness != string(lock.Live) || !strings.Contains(st.NextBoot, "refuse") {
+			t.Fatalf("lock status of a live holder = %+v", st)
+		}
+		h.kill(t)
+		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", id, "--json").must(t, exitOK))
+		if st.Liveness != string(lock.Dead) || st.Stale || !strings.Contains(st.NextBoot, "at once") || st.Holder == nil || st.Holder.InstanceID != "pod-a" {
+			t.Fatalf("lock status of a SIGKILLed holder = %+v, want dead, taken over at once", st)
+		}
+		r := tg.cli(t, nil, "lock", "status", "--identity", id).must(t, exitOK)
+		if !strings.Contains(r.stdout, `held by "pod-a" (dead)`) || !strings.Contains(r.stdout, "next boot:") {
+			t.Fatalf("lock status:\n%s", r)
 		}
 	})
 }

@@ -8,9 +8,16 @@ import (
 )
 
 type lockStatusDoc struct {
-	Present  bool       `json:"present"`
-	Readable bool       `json:"readable"`
-	Stale    bool       `json:"stale"`
+	Present  bool `json:"present"`
+	Readable bool `json:"readable"`
+	Stale    bool `json:"stale"`
+	// Liveness is how the lock's rules judge the holder: live, stale, dead
+	// (its process is gone from this host), unreadable, … (lock.Liveness).
+	Liveness string `json:"liveness,omitempty"`
+	// NextBoot says what an instance with another id booting now would do.
+	NextBoot string     `json:"next_boot"`
+	Mode     string     `json:"mode,omitempty"`
+	Object   string     `json:"object,omitempty"`
 	Holder   *holderDoc `json:"holder,omitempty"`
 	// Ages and horizons, in seconds, judged on the storage's clock.
 	HeartbeatAgeSeconds *float64 `json:"heartbeat_age_seconds,omitempty"`
@@ -19,11 +26,29 @@ type lockStatusDoc struct {
 	Version             string   `json:"version,omitempty"`
 	// Unreadable says why a present lock could not be read.
 	Unreadable string `json:"unreadable,omitempty"`
+	// Epoch is the highest epoch marker: the next acquisition counts on
+	// from it.
+	Epoch uint64 `json:"epoch"`
+	// Contenders are the other claims in sight (claims mode): acquisitions
+	// in progress, held claims no live process trusts, objects the lock
+	// did not write.
+	Contenders []contenderDoc `json:"contenders,omitempty"`
 }
 
-// runLockStatus shows the lock. It exits 0 whether or not the lock is held;
-// without an identity (or with the wrong one) it still tells whether a lock
-// object is present.
+type contenderDoc struct {
+	Object     string     `json:"object"`
+	State      string     `json:"state,omitempty"`
+	Holder     *holderDoc `json:"holder,omitempty"`
+	Unreadable string     `json:"unreadable,omitempty"`
+	AgeSeconds *float64   `json:"age_seconds"`
+	Live       bool       `json:"live"`
+}
+
+// runLockStatus shows the lock, judged as the lock itself would: live,
+// stale, dead (a SIGKILLed holder on this host), unreadable; and what the
+// next boot would do. It exits 0 whether or not the lock is held; without
+// an identity (or with the wrong one) it still tells whether a lock is
+// present.
 func runLockStatus(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("lock status")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
@@ -38,8 +63,9 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("lock status: %w", err)
 	}
 	if a.json {
-		doc := lockStatusDoc{Present: s.Present, Readable: s.Readable, Stale: s.Stale,
-			StaleAfterSeconds: seconds(s.StaleAfter), Version: s.Version, Unreadable: s.Unreadable}
+		doc := lockStatusDoc{Present: s.Present, Readable: s.Readable, Stale: s.Stale, Liveness: string(s.Liveness),
+			NextBoot: s.NextBoot, Mode: string(s.Mode), Object: s.Object,
+			StaleAfterSeconds: seconds(s.StaleAfter), Version: s.Version, Unreadable: s.Unreadable, Epoch: s.Epoch}
 		if s.Present {
 			doc.HeartbeatAgeSeconds = seconds(s.HeartbeatAge)
 			doc.StaleInSeconds = seconds(s.StaleIn)
@@ -48,36 +74,59 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 			h := holderOf(s.Record)
 			doc.Holder = &h
 		}
+		for _, c := range s.Contenders {
+			cd := contenderDoc{Object: c.Object, State: c.State, Unreadable: c.Unreadable, AgeSeconds: seconds(c.Age), Live: c.Live}
+			if c.Readable {
+				h := holderOf(c.Record)
+				cd.Holder = &h
+			}
+			doc.Contenders = append(doc.Contenders, cd)
+		}
 		a.emit(doc)
 		return nil
 	}
 	switch {
 	case !s.Present:
 		a.printf("lock: not held\n")
-	case !s.Readable && s.Stale:
-		a.printf("lock: present but unreadable (STALE): %s\n", s.Unreadable)
-		a.printf("  last written %s ago, stale after %s: the next instance takes it over, or: cairn-state lock break\n", ago(s.HeartbeatAge), s.StaleAfter)
 	case !s.Readable:
-		a.printf("lock: present but unreadable: %s\n", s.Unreadable)
-		a.printf("  last written %s ago, stale after %s (in %s): it may belong to a live instance whose key is not configured here\n", ago(s.HeartbeatAge), s.StaleAfter, ago(s.StaleIn))
-		a.printf("  pass the identity it is sealed to (--identity FILE) to see its holder; cairn-state writes and lock break refuse it until it is stale\n")
-		a.printf("  (a booting application takes it over with a warning); if its holder is gone for good: cairn-state lock break --force\n")
+		a.printf("lock: present but unreadable (%s): %s\n", s.Liveness, s.Unreadable)
+		a.printf("  mode:       %s (%s)\n", s.Mode, s.Object)
+		if s.Stale {
+			a.printf("  last written %s ago, stale after %s\n", ago(s.HeartbeatAge), s.StaleAfter)
+		} else {
+			a.printf("  last written %s ago, stale after %s (in %s): it may belong to a live instance whose key is not configured here\n", ago(s.HeartbeatAge), s.StaleAfter, ago(s.StaleIn))
+			a.printf("  pass the identity it is sealed to (--identity FILE) to see its holder; if its holder is gone for good: cairn-state lock break --force\n")
+		}
 	default:
 		r := s.Record
-		state := "live"
-		if s.Stale {
-			state = "STALE"
-		}
-		a.printf("lock: held by %q (%s)\n", r.InstanceID, state)
+		a.printf("lock: held by %q (%s)\n", r.InstanceID, s.Liveness)
 		a.printf("  host:       %s, pid %d, process started %s\n", r.Hostname, r.PID, timestamp(r.ProcessStart))
-		a.printf("  mode:       %s, epoch %d\n", r.Mode, r.Epoch)
+		a.printf("  mode:       %s, epoch %d\n", s.Mode, r.Epoch)
 		a.printf("  acquired:   %s\n", timestamp(r.AcquiredAt))
 		a.printf("  heartbeat:  %s ago (%s)\n", ago(s.HeartbeatAge), timestamp(r.Heartbeat))
 		if s.Stale {
-			a.printf("  stale:      yes, stale after %s; the next instance takes it over, or: cairn-state lock break\n", s.StaleAfter)
+			a.printf("  stale:      yes, stale after %s\n", s.StaleAfter)
 		} else {
 			a.printf("  stale:      after %s (in %s)\n", s.StaleAfter, ago(s.StaleIn))
 		}
+	}
+	for _, c := range s.Contenders {
+		who := c.Unreadable
+		if c.Readable {
+			who = fmt.Sprintf("%q (pid %d on %s)", c.Record.InstanceID, c.Record.PID, c.Record.Hostname)
+		}
+		live := "not live"
+		if c.Live {
+			live = "live"
+		}
+		state := c.State
+		if state == "" {
+			state = "unknown object"
+		}
+		a.printf("  contender:  %s %s, %s ago, %s (%s)\n", state, who, ago(c.Age), live, c.Object)
+	}
+	if s.Present {
+		a.printf("next boot:    %s\n", s.NextBoot)
 	}
 	return nil
 }
