@@ -16,10 +16,11 @@ import (
 // Open checks the age header with age's own parser and decrypts the
 // payload itself, with the file key already known, instead of through
 // age.Decrypt: age's reader allocates two 64 KiB chunk buffers per file,
-// which dominates opening a small object. The header goes through
-// [age.DecryptHeader] (age's parser, its limits and its header MAC over the
-// header as age re-encodes it), so an object that opens here has an age
-// header the stock age tool accepts; the payload is decrypted per the
+// which dominates opening a small object. The header goes through age's
+// own parser ([age.ExtractHeader]: its syntax and limits), must be exactly
+// age's encoding of what it parsed, and its MAC is checked as age checks it,
+// so an object that opens here has an age header the stock age tool
+// accepts; the payload is decrypted per the
 // age-encryption.org/v1 specification (64 KiB STREAM chunks), as age's
 // reader does, which the tests and FuzzOpen check against age.Decrypt.
 // Sealing goes through age.Encrypt.
@@ -56,41 +57,34 @@ func splitAge(ageFile []byte) (hdr, payload []byte, err error) {
 	return ageFile[:end+1], ageFile[end+1:], nil
 }
 
-// knownFileKey is an age identity that hands out a file key known
-// out of band (as age.NewInjectedFileKeyIdentity does) and counts the
-// recipient stanzas age's parser found.
-type knownFileKey struct {
-	fileKey []byte
-	stanzas *int
-}
-
-func (k knownFileKey) Unwrap(stanzas []*age.Stanza) ([]byte, error) {
-	*k.stanzas = len(stanzas)
-	return k.fileKey, nil
-}
-
-// checkAgeHeader runs age's own header parser and header MAC check on hdr
-// with fileKey, and returns how many recipient stanzas it holds.
+// checkAgeHeader runs age's own header parser on hdr (through
+// [age.ExtractHeader], which parses and re-encodes it), requires the bytes
+// to be exactly age's encoding of what it parsed, and verifies the header
+// MAC under fileKey as age defines it. That is what stock age accepts:
+// age computes the MAC over its re-encoding of the header, which here is the
+// header itself. It returns the number of recipient stanzas.
 func checkAgeHeader(hdr, fileKey []byte) (int, error) {
-	n := 0
-	if _, err := age.DecryptHeader(hdr, knownFileKey{fileKey: fileKey, stanzas: &n}); err != nil {
+	canon, err := age.ExtractHeader(bytes.NewReader(hdr))
+	if err != nil {
 		return 0, fmt.Errorf("the stock age parser refuses its age header: %w", err)
 	}
-	return n, nil
+	if !bytes.Equal(canon, hdr) {
+		return 0, fmt.Errorf("%w: its age header is not in age's own encoding", errAgeFormat)
+	}
+	if err := checkAgeMAC(hdr, fileKey); err != nil {
+		return 0, err
+	}
+	// In age's encoding every stanza line starts with "-> " and no other
+	// line can.
+	return bytes.Count(hdr, []byte("\n-> ")), nil
 }
 
-// decryptAge checks the age header with age's parser and decrypts the
+// decryptAge checks the age header as stock age would and decrypts the
 // payload into one exactly sized allocation. It returns the number of age
 // recipient stanzas.
 func decryptAge(name string, ageFile, fileKey []byte) ([]byte, int, error) {
 	hdr, payload, err := splitAge(ageFile)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
-	}
-	// age's parser checks its MAC over the header as age re-encodes it;
-	// checking it over the bytes as they are too leaves no room for a
-	// second encoding of the same header.
-	if err := checkRawAgeMAC(hdr, fileKey); err != nil {
 		return nil, 0, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
 	}
 	n, err := checkAgeHeader(hdr, fileKey)
@@ -104,10 +98,9 @@ func decryptAge(name string, ageFile, fileKey []byte) ([]byte, int, error) {
 	return pt, n, nil
 }
 
-// checkRawAgeMAC verifies the age header MAC (age-encryption.org/v1: HMAC
-// under HKDF(file key, "header") of the header through "---") over hdr as
-// it is.
-func checkRawAgeMAC(hdr, fileKey []byte) error {
+// checkAgeMAC verifies the age header MAC (age-encryption.org/v1: HMAC
+// under HKDF(file key, "header") of the header through "---") of hdr.
+func checkAgeMAC(hdr, fileKey []byte) error {
 	macStart := len(hdr) - 1 - ageMACB64Len
 	var got [sha256.Size]byte
 	if n, err := base64.RawStdEncoding.Strict().Decode(got[:], hdr[macStart:len(hdr)-1]); err != nil || n != sha256.Size {
