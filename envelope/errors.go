@@ -87,6 +87,10 @@ type ForeignStoreError struct {
 }
 
 func (e *ForeignStoreError) Error() string {
+	if e.Envelope.IsZero() {
+		return fmt.Sprintf("object %q belongs to a store: it carries store id %s, and this envelope is bound to no store",
+			e.Name, e.Object.describe())
+	}
 	return fmt.Sprintf("object %q belongs to another store: it carries store id %s, this store is %s",
 		e.Name, e.Object.describe(), e.Envelope.describe())
 }
