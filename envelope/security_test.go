@@ -230,3 +230,31 @@ func insertAgeStanza(t testing.TB, ageFile, fileKey []byte, raw string) []byte {
 	b.Write(rest)
 	return b.Bytes()
 }
+
+// Identity files: age's parse errors can quote a character of a malformed
+// key; ours name the line and its shape only.
+func TestParseIdentities_MalformedKey_ErrorQuotesNothing(t *testing.T) {
+	good := newX25519(t).String()
+	hybrid, err := age.GenerateHybridIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	corrupt := good[:20] + "b" + good[21:] // 'b' is not in the Bech32 alphabet
+	cases := map[string]struct{ file, secret, want string }{
+		"malformed X25519":    {"# mine\n" + corrupt + "\n", corrupt, "line 2 is a malformed X25519 identity"},
+		"bad checksum":        {good[:len(good)-1] + "Q\n", good, "line 1 is a malformed X25519 identity"},
+		"malformed hybrid":    {hybrid.String()[:60] + "\n", hybrid.String()[:60], "malformed post-quantum identity"},
+		"lower case":          {strings.ToLower(good) + "\n", good, "lower case"},
+		"quoted":              {`"` + good + `"` + "\n", good, "text around an identity"},
+		"second of two lines": {good + "\n" + corrupt + "\n", corrupt, "line 2"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseIdentities(strings.NewReader(c.file))
+			if !errors.Is(err, ErrInvalidIdentity) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want ErrInvalidIdentity saying %q", err, c.want)
+			}
+			assertNoPartEchoed(t, err.Error(), c.secret)
+		})
+	}
+}
