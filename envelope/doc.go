@@ -25,8 +25,8 @@
 // object with the stock age tool after stripping the header, should this
 // library be gone (the README and the ADR give the command; [Recover] does
 // the same with age.Decrypt). Every object Open accepts has an age part
-// that the stock age parser accepts: its age header goes through
-// age.DecryptHeader.
+// that the stock age parser accepts: its age header goes through age's own
+// parser (age.ExtractHeader) and MAC check.
 //
 // # Authenticity
 //

@@ -86,6 +86,7 @@ type ForeignStoreError struct {
 	Envelope StoreID
 }
 
+// Error says that the object belongs to another store, naming both ids.
 func (e *ForeignStoreError) Error() string {
 	if e.Envelope.IsZero() {
 		return fmt.Sprintf("object %q belongs to a store: it carries store id %s, and this envelope is bound to no store",
