@@ -42,7 +42,8 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzSealOpen$$' -fuzztime $(FUZZTIME) ./envelope
-	$(GO) test -run '^$$' -fuzz '^FuzzX25519$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRecipient$$' -fuzztime $(FUZZTIME) ./envelope
+	$(GO) test -run '^$$' -fuzz '^FuzzX25519Stanza$$' -fuzztime $(FUZZTIME) ./envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzBech32Decode$$' -fuzztime $(FUZZTIME) ./envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime $(FUZZTIME) ./store
 	$(GO) test -run '^$$' -fuzz '^FuzzDiskPath$$' -fuzztime $(FUZZTIME) ./backend/fs

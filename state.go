@@ -171,7 +171,10 @@ func openEnvelope(cfg Config, logger *slog.Logger) (*envelope.Envelope, error) {
 		}
 		rcpts = append(rcpts, r)
 	}
-	return envelope.New(ids, rcpts)
+	// Until the store layer binds envelopes to the store id, objects are
+	// sealed unbound (format v2, zero store id) and legacy v1 objects of
+	// existing stores keep opening.
+	return envelope.New(ids, rcpts, &envelope.Options{AcceptLegacy: true})
 }
 
 // Store returns the instance's state, fenced by the lock: once the lock is

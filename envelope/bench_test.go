@@ -83,7 +83,7 @@ func BenchmarkSealOpen(b *testing.B) {
 			}
 		})
 		b.Run("envelope/"+sizeName(size), func(b *testing.B) {
-			e, err := New([]age.Identity{benchIdentity(b)}, nil)
+			e, err := New([]age.Identity{benchIdentity(b)}, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func BenchmarkSealOpen(b *testing.B) {
 			}
 		})
 		b.Run("envelope+recovery/"+sizeName(size), func(b *testing.B) {
-			e, err := New([]age.Identity{benchIdentity(b)}, []age.Recipient{benchIdentity(b).Recipient()})
+			e, err := New([]age.Identity{benchIdentity(b)}, []age.Recipient{benchIdentity(b).Recipient()}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func BenchmarkSeal(b *testing.B) {
 			}
 		})
 		b.Run("envelope/"+sizeName(size), func(b *testing.B) {
-			e, err := New([]age.Identity{benchIdentity(b)}, nil)
+			e, err := New([]age.Identity{benchIdentity(b)}, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func BenchmarkOpen(b *testing.B) {
 				extra = []age.Recipient{benchIdentity(b).Recipient()}
 			}
 			b.Run(label+sizeName(size), func(b *testing.B) {
-				e, err := New([]age.Identity{benchIdentity(b)}, extra)
+				e, err := New([]age.Identity{benchIdentity(b)}, extra, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

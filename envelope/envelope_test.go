@@ -24,9 +24,9 @@ func newX25519(t testing.TB) *age.X25519Identity {
 	return id
 }
 
-func mustNew(t testing.TB, ids []age.Identity, rs []age.Recipient, opts ...Option) *Envelope {
+func mustNew(t testing.TB, ids []age.Identity, rs []age.Recipient, opts *Options) *Envelope {
 	t.Helper()
-	e, err := New(ids, rs, opts...)
+	e, err := New(ids, rs, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func mustSeal(t testing.TB, e *Envelope, name string, pt []byte) []byte {
 }
 
 func TestSealOpen_X25519_RoundTripsEverySize(t *testing.T) {
-	e := mustNew(t, []age.Identity{newX25519(t)}, nil)
+	e := mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 	for _, size := range []int{0, 1, 15, 16, 17, 1000, chunkSize - 1, chunkSize, chunkSize + 1, 2 * chunkSize, 3*chunkSize + 7} {
 		pt := bytes.Repeat([]byte{byte(size)}, size)
 		sealed := mustSeal(t, e, "apps/one/token", pt)
@@ -58,7 +58,7 @@ func TestSealOpen_X25519_RoundTripsEverySize(t *testing.T) {
 }
 
 func TestOpen_ObjectCopiedToAnotherName_FailsWithNameMismatch(t *testing.T) {
-	e := mustNew(t, []age.Identity{newX25519(t)}, nil)
+	e := mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 	sealed := mustSeal(t, e, "a", []byte("secret"))
 	_, err := e.Open("b", sealed)
 	if !errors.Is(err, ErrNameMismatch) {
@@ -71,7 +71,7 @@ func TestOpen_ObjectCopiedToAnotherName_FailsWithNameMismatch(t *testing.T) {
 
 // isDetected reports whether err is one of the ways Open reports damage.
 func isDetected(err error) bool {
-	return errors.Is(err, ErrTampered) || errors.Is(err, ErrNotEnvelope) || errors.Is(err, ErrTruncated)
+	return errors.Is(err, ErrTampered) || errors.Is(err, ErrNotEnvelope) || errors.Is(err, ErrTruncated) || errors.Is(err, ErrForeignStore)
 }
 
 func TestSealOpen_EveryIdentityType_RoundTrips(t *testing.T) {
@@ -79,10 +79,7 @@ func TestSealOpen_EveryIdentityType_RoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass, err := NewPassphraseIdentity("correct horse battery staple", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pass := newTestPassphrase(t, "correct horse battery staple", 10)
 	cases := []struct {
 		name string
 		id   age.Identity
@@ -95,7 +92,7 @@ func TestSealOpen_EveryIdentityType_RoundTrips(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := mustNew(t, []age.Identity{c.id}, nil)
+			e := mustNew(t, []age.Identity{c.id}, nil, nil)
 			pt := []byte("state of " + c.name)
 			sealed := mustSeal(t, e, "obj", pt)
 			got, err := e.Open("obj", sealed)
@@ -118,9 +115,9 @@ func TestSealOpen_EveryIdentityType_RoundTrips(t *testing.T) {
 
 func TestOpen_Rotation_OldOpensNewSealsBothOpen(t *testing.T) {
 	oldID, newID := newX25519(t), newX25519(t)
-	before := mustNew(t, []age.Identity{oldID}, nil)
-	during := mustNew(t, []age.Identity{newID, oldID}, nil)
-	after := mustNew(t, []age.Identity{newID}, nil)
+	before := mustNew(t, []age.Identity{oldID}, nil, nil)
+	during := mustNew(t, []age.Identity{newID, oldID}, nil, nil)
+	after := mustNew(t, []age.Identity{newID}, nil, nil)
 
 	old := mustSeal(t, before, "db", []byte("v1"))
 	if got, err := during.Open("db", old); err != nil || string(got) != "v1" {
@@ -142,8 +139,8 @@ func TestOpen_Rotation_OldOpensNewSealsBothOpen(t *testing.T) {
 }
 
 func TestOpen_WrongKey_FailsWithNoIdentityAndAgeError(t *testing.T) {
-	sealed := mustSeal(t, mustNew(t, []age.Identity{newX25519(t)}, nil), "apps/one/db", []byte("x"))
-	_, err := mustNew(t, []age.Identity{newX25519(t)}, nil).Open("apps/one/db", sealed)
+	sealed := mustSeal(t, mustNew(t, []age.Identity{newX25519(t)}, nil, nil), "apps/one/db", []byte("x"))
+	_, err := mustNew(t, []age.Identity{newX25519(t)}, nil, nil).Open("apps/one/db", sealed)
 	if !errors.Is(err, ErrNoIdentity) {
 		t.Fatalf("got %v, want ErrNoIdentity", err)
 	}
@@ -161,8 +158,9 @@ func TestOpen_WrongKey_FailsWithNoIdentityAndAgeError(t *testing.T) {
 // the format is present.
 func sealedForDamage(t *testing.T) (*Envelope, []byte) {
 	a, b := newX25519(t), newX25519(t)
-	writer := mustNew(t, []age.Identity{a, b}, []age.Recipient{newX25519(t).Recipient()})
-	reader := mustNew(t, []age.Identity{b}, nil)
+	sid := NewStoreID()
+	writer := mustNew(t, []age.Identity{a, b}, []age.Recipient{newX25519(t).Recipient()}, &Options{StoreID: sid})
+	reader := mustNew(t, []age.Identity{b}, nil, &Options{StoreID: sid})
 	return reader, mustSeal(t, writer, "cfg/app.json", bytes.Repeat([]byte("state "), 30))
 }
 
@@ -173,7 +171,7 @@ func TestOpen_EverySingleByteFlip_IsDetected(t *testing.T) {
 		if bound {
 			e, sealed = sealedForDamage(t)
 		} else {
-			e = mustNew(t, []age.Identity{newX25519(t)}, nil)
+			e = mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 			sealed = mustSeal(t, e, "cfg/app.json", bytes.Repeat([]byte("state "), 30))
 		}
 		for i := range sealed {
@@ -210,7 +208,7 @@ func TestOpen_TrailingBytes_FailsWithTampered(t *testing.T) {
 }
 
 func TestOpen_SwappedBetweenNames_BothFailWithNameMismatch(t *testing.T) {
-	e := mustNew(t, []age.Identity{newX25519(t)}, nil)
+	e := mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 	a := mustSeal(t, e, "keys/a", []byte("A"))
 	b := mustSeal(t, e, "keys/b", []byte("B"))
 	if _, err := e.Open("keys/a", b); !errors.Is(err, ErrNameMismatch) {
@@ -223,7 +221,7 @@ func TestOpen_SwappedBetweenNames_BothFailWithNameMismatch(t *testing.T) {
 
 func TestOpen_ForgedWithPublicRecipientOnly_FailsWithTampered(t *testing.T) {
 	victim := newX25519(t)
-	e := mustNew(t, []age.Identity{victim}, nil)
+	e := mustNew(t, []age.Identity{victim}, nil, nil)
 	genuine := mustSeal(t, e, "tokens/api", []byte("real"))
 	hdr, err := parseHeader("tokens/api", genuine)
 	if err != nil {
@@ -256,7 +254,7 @@ func TestOpen_ForgedWithPublicRecipientOnly_FailsWithTampered(t *testing.T) {
 
 func TestOpen_RecoveryHolderRewritesPayload_FailsWithTampered(t *testing.T) {
 	writer, recovery := newX25519(t), newX25519(t)
-	e := mustNew(t, []age.Identity{writer}, []age.Recipient{recovery.Recipient()})
+	e := mustNew(t, []age.Identity{writer}, []age.Recipient{recovery.Recipient()}, nil)
 	sealed := mustSeal(t, e, "db", []byte("balance=100"))
 	// The recovery holder learns the file key and rewrites the payload.
 	forged := rewritePayload(t, sealed, fileKeyOf(t, sealed, recovery), []byte("balance=999"))
@@ -270,7 +268,7 @@ func TestOpen_RecoveryHolderRewritesPayload_FailsWithTampered(t *testing.T) {
 // is then not hashed, and a file-key holder can rewrite it.
 func TestOpen_NoOutsideRecipient_FileKeyHolderIsTrustedAsWriter(t *testing.T) {
 	writer := newX25519(t)
-	e := mustNew(t, []age.Identity{writer}, nil)
+	e := mustNew(t, []age.Identity{writer}, nil, nil)
 	sealed := mustSeal(t, e, "db", []byte("balance=100"))
 	forged := rewritePayload(t, sealed, fileKeyOf(t, sealed, writer), []byte("balance=999"))
 	if got, err := e.Open("db", forged); err != nil || string(got) != "balance=999" {
@@ -278,36 +276,38 @@ func TestOpen_NoOutsideRecipient_FileKeyHolderIsTrustedAsWriter(t *testing.T) {
 	}
 }
 
-func TestOpen_RecoveryOnlyKey_UnauthenticatedUnlessOptedIn(t *testing.T) {
+func TestOpen_RecoveryOnlyKey_UnauthenticatedUnlessGivenAsRecovery(t *testing.T) {
 	writer, recovery := newX25519(t), newX25519(t)
-	sealed := mustSeal(t, mustNew(t, []age.Identity{writer}, []age.Recipient{recovery.Recipient()}), "db", []byte("data"))
+	sealed := mustSeal(t, mustNew(t, []age.Identity{writer}, []age.Recipient{recovery.Recipient()}, nil), "db", []byte("data"))
 
-	strict := mustNew(t, []age.Identity{recovery}, nil)
+	strict := mustNew(t, []age.Identity{recovery}, nil, nil)
 	if _, err := strict.Open("db", sealed); !errors.Is(err, ErrUnauthenticated) || !errors.Is(err, ErrTampered) {
-		t.Fatalf("recovery key without opt-in: got %v, want ErrUnauthenticated and ErrTampered", err)
+		t.Fatalf("recovery key as a writer identity: got %v, want ErrUnauthenticated and ErrTampered", err)
 	}
 
 	var logs bytes.Buffer
-	lenient := mustNew(t, []age.Identity{recovery}, nil, AllowUnauthenticated(),
-		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	got, err := lenient.Open("db", sealed)
+	lenient := mustNew(t, nil, nil, &Options{Recovery: []age.Identity{recovery}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	got, info, err := lenient.OpenWithInfo("db", sealed)
 	if err != nil || string(got) != "data" {
-		t.Fatalf("recovery key with AllowUnauthenticated: %q, %v", got, err)
+		t.Fatalf("recovery key given as Options.Recovery: %q, %v", got, err)
+	}
+	if !info.Unauthenticated {
+		t.Fatal("the open did not report that it was unauthenticated")
 	}
 	if !strings.Contains(logs.String(), "UNAUTHENTICATED") || !strings.Contains(logs.String(), "object=db") {
 		t.Fatalf("no warning naming the object was logged: %q", logs.String())
 	}
-	if strings.Contains(logs.String(), "data") && !strings.Contains(logs.String(), "object=db") {
+	if strings.Contains(strings.ReplaceAll(logs.String(), "object=db", ""), "data") {
 		t.Fatal("plaintext logged")
 	}
 	// The opt-in does not excuse a name mismatch or damage.
 	if _, err := lenient.Open("other", sealed); !errors.Is(err, ErrNameMismatch) {
-		t.Fatalf("opt-in, other name: got %v, want ErrNameMismatch", err)
+		t.Fatalf("recovery, other name: got %v, want ErrNameMismatch", err)
 	}
 	bad := bytes.Clone(sealed)
 	bad[len(bad)-1] ^= 1
 	if _, err := lenient.Open("db", bad); !errors.Is(err, ErrTampered) {
-		t.Fatalf("opt-in, damaged payload: got %v, want ErrTampered", err)
+		t.Fatalf("recovery, damaged payload: got %v, want ErrTampered", err)
 	}
 	// Stock age, after stripping the header, opens it with the recovery key.
 	r, err := age.Decrypt(bytes.NewReader(agePart(sealed)), recovery)
@@ -319,19 +319,49 @@ func TestOpen_RecoveryOnlyKey_UnauthenticatedUnlessOptedIn(t *testing.T) {
 	}
 }
 
+// Issue #14, finding 2: the recovery opt-in applies to recovery identities
+// only. A forgery made with a writer's public recipient is never opened,
+// whatever recovery identities are configured beside the writer; an
+// authentic object stays authenticated.
+func TestOpen_ForgeryToWriterRecipient_NotOpenedThroughRecovery(t *testing.T) {
+	writer, recovery := newX25519(t), newX25519(t)
+	e := mustNew(t, []age.Identity{writer}, nil, &Options{Recovery: []age.Identity{recovery}, Logger: slog.New(slog.DiscardHandler)})
+	forged := forge(t, "cfg/admins", writer.Recipient(), []byte("mallory"), nil)
+	if got, err := e.Open("cfg/admins", forged); !errors.Is(err, ErrUnauthenticated) {
+		t.Fatalf("forgery to the writer's recipient: Open = %q, %v; want ErrUnauthenticated", got, err)
+	}
+	_, info, err := e.OpenWithInfo("cfg/admins", mustSeal(t, e, "cfg/admins", []byte("alice")))
+	if err != nil || info.Unauthenticated {
+		t.Fatalf("authentic object: %+v, %v; want authenticated", info, err)
+	}
+	// A forgery to the recovery recipient is read, and reported as such.
+	_, info, err = e.OpenWithInfo("cfg/admins", forge(t, "cfg/admins", recovery.Recipient(), []byte("mallory"), nil))
+	if err != nil || !info.Unauthenticated {
+		t.Fatalf("forgery to the recovery recipient: %+v, %v; want opened, unauthenticated", info, err)
+	}
+	// A writer identity cannot also be a recovery identity.
+	if _, err := New([]age.Identity{writer}, nil, &Options{Recovery: []age.Identity{writer}}); !errors.Is(err, ErrInvalidIdentity) {
+		t.Fatalf("writer given as recovery too: got %v, want ErrInvalidIdentity", err)
+	}
+	pass := newTestPassphrase(t, "pw", 10)
+	if _, err := New([]age.Identity{pass}, nil, &Options{Recovery: []age.Identity{newTestPassphrase(t, "pw", 10)}}); !errors.Is(err, ErrInvalidIdentity) {
+		t.Fatalf("passphrase given as recovery too: got %v, want ErrInvalidIdentity", err)
+	}
+}
+
 func TestOpen_NotAnEnvelope_FailsWithNotEnvelope(t *testing.T) {
 	id := newX25519(t)
-	e := mustNew(t, []age.Identity{id}, nil)
+	e := mustNew(t, []age.Identity{id}, nil, nil)
 	var bare bytes.Buffer
 	w, _ := age.Encrypt(&bare, id.Recipient())
 	w.Write([]byte("x"))
 	w.Close()
-	v2 := mustSeal(t, e, "n", []byte("x"))
-	v2[offVersion] = 2
+	v3 := mustSeal(t, e, "n", []byte("x"))
+	v3[offVersion] = 3
 	cases := map[string][]byte{
 		"bare age file":   bare.Bytes(),
 		"json":            []byte(`{"hello":"world"}`),
-		"unknown version": v2,
+		"unknown version": v3,
 	}
 	for what, b := range cases {
 		if _, err := e.Open("n", b); !errors.Is(err, ErrNotEnvelope) || !strings.Contains(err.Error(), `"n"`) {
@@ -341,7 +371,7 @@ func TestOpen_NotAnEnvelope_FailsWithNotEnvelope(t *testing.T) {
 }
 
 func TestOpen_LargerThanMaxSize_RefusedBeforeWork(t *testing.T) {
-	e := mustNew(t, []age.Identity{newX25519(t)}, nil)
+	e := mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 	if _, err := e.Open("big", make([]byte, MaxSize+1)); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
@@ -351,7 +381,7 @@ func TestOpen_LargerThanMaxSize_RefusedBeforeWork(t *testing.T) {
 }
 
 func TestSeal_InvalidName_Refused(t *testing.T) {
-	e := mustNew(t, []age.Identity{newX25519(t)}, nil)
+	e := mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 	for _, name := range []string{"", strings.Repeat("n", MaxNameLen+1)} {
 		if _, err := e.Seal(name, nil); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("Seal(%d-byte name): got %v, want ErrInvalidName", len(name), err)
@@ -364,7 +394,7 @@ func TestSeal_InvalidName_Refused(t *testing.T) {
 
 func TestSeal_SameIdentityTwice_OneStanza(t *testing.T) {
 	id := newX25519(t)
-	e := mustNew(t, []age.Identity{id, id}, []age.Recipient{id.Recipient()})
+	e := mustNew(t, []age.Identity{id, id}, []age.Recipient{id.Recipient()}, nil)
 	sealed := mustSeal(t, e, "x", nil)
 	if n := sealed[offCount]; n != 1 {
 		t.Fatalf("%d key stanzas, want 1", n)
@@ -375,10 +405,7 @@ func TestSeal_SameIdentityTwice_OneStanza(t *testing.T) {
 }
 
 func TestNew_RefusesUnusableConfigurations(t *testing.T) {
-	pass, err := NewPassphraseIdentity("pw", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pass := newTestPassphrase(t, "pw", 1)
 	hybrid, err := age.GenerateHybridIdentity()
 	if err != nil {
 		t.Fatal(err)
@@ -387,54 +414,66 @@ func TestNew_RefusesUnusableConfigurations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bareSSHRecipient, err := agessh.NewEd25519Recipient(mustSSHPub(t, parseSSH(t, sshEd25519PEM(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrypt, err := ParseRecipient(ScryptRecipientText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		ids  []age.Identity
 		rs   []age.Recipient
+		opts *Options
 		want error
 	}{
-		{"no identity", nil, nil, ErrInvalidIdentity},
-		{"nil identity", []age.Identity{nil}, nil, ErrInvalidIdentity},
-		{"nil recipient", []age.Identity{newX25519(t)}, []age.Recipient{nil}, ErrInvalidRecipient},
-		{"passphrase with a recipient", []age.Identity{pass}, []age.Recipient{newX25519(t).Recipient()}, ErrInvalidIdentity},
-		{"passphrase with another identity", []age.Identity{pass, newX25519(t)}, nil, ErrInvalidIdentity},
-		{"post-quantum with classic", []age.Identity{hybrid, newX25519(t)}, nil, ErrInvalidRecipient},
-		{"bare agessh identity", []age.Identity{bareSSH}, nil, ErrInvalidIdentity},
+		{"no identity", nil, nil, nil, ErrInvalidIdentity},
+		{"nil identity", []age.Identity{nil}, nil, nil, ErrInvalidIdentity},
+		{"nil recovery identity", []age.Identity{newX25519(t)}, nil, &Options{Recovery: []age.Identity{nil}}, ErrInvalidIdentity},
+		{"nil recipient", []age.Identity{newX25519(t)}, []age.Recipient{nil}, nil, ErrInvalidRecipient},
+		{"recipient without text form", []age.Identity{newX25519(t)}, []age.Recipient{bareSSHRecipient}, nil, ErrInvalidRecipient},
+		{"scrypt stand-in without passphrase", []age.Identity{newX25519(t)}, []age.Recipient{scrypt}, &Options{ExactRecipients: true}, ErrInvalidRecipient},
+		{"exact set empty", []age.Identity{newX25519(t)}, nil, &Options{ExactRecipients: true}, ErrInvalidRecipient},
+		{"passphrase with a recipient", []age.Identity{pass}, []age.Recipient{newX25519(t).Recipient()}, nil, ErrInvalidIdentity},
+		{"passphrase with another identity", []age.Identity{pass, newX25519(t)}, nil, nil, ErrInvalidIdentity},
+		{"post-quantum with classic", []age.Identity{hybrid, newX25519(t)}, nil, nil, ErrInvalidRecipient},
+		{"bare agessh identity as a writer", []age.Identity{bareSSH}, nil, nil, ErrInvalidIdentity},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := New(c.ids, c.rs); !errors.Is(err, c.want) {
+			if _, err := New(c.ids, c.rs, c.opts); !errors.Is(err, c.want) {
 				t.Fatalf("got %v, want %v", err, c.want)
 			}
 		})
 	}
 }
 
-func TestNew_ReaderOnlyIdentityWithOptIn_OpensButCannotSeal(t *testing.T) {
+func TestNew_ReaderOnlyIdentityAsRecovery_OpensButCannotSeal(t *testing.T) {
 	pemBytes := sshEd25519PEM(t)
-	writer := mustNew(t, []age.Identity{newX25519(t)}, []age.Recipient{parseSSH(t, pemBytes).Recipient()})
+	writer := mustNew(t, []age.Identity{newX25519(t)}, []age.Recipient{parseSSH(t, pemBytes).Recipient()}, nil)
 	sealed := mustSeal(t, writer, "x", []byte("hi"))
 	bareSSH, err := agessh.ParseIdentity(pemBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := mustNew(t, []age.Identity{bareSSH}, nil, AllowUnauthenticated(), WithLogger(slog.New(slog.DiscardHandler)))
-	if got, err := reader.Open("x", sealed); err != nil || string(got) != "hi" {
-		t.Fatalf("Open = %q, %v", got, err)
+	reader := mustNew(t, nil, nil, &Options{Recovery: []age.Identity{bareSSH}, Logger: slog.New(slog.DiscardHandler)})
+	if got, info, err := reader.OpenWithInfo("x", sealed); err != nil || string(got) != "hi" || !info.Unauthenticated {
+		t.Fatalf("OpenWithInfo = %q, %+v, %v", got, info, err)
 	}
 	if _, err := reader.Seal("x", nil); !errors.Is(err, ErrInvalidIdentity) {
-		t.Fatalf("Seal without an authenticating identity: got %v, want ErrInvalidIdentity", err)
+		t.Fatalf("Seal without a writer identity: got %v, want ErrInvalidIdentity", err)
 	}
-	// Next to a writer identity, a reader-only one is an outsider: objects
-	// are content-bound.
-	mixed := mustNew(t, []age.Identity{newX25519(t), bareSSH}, nil, AllowUnauthenticated())
-	if sealed := mustSeal(t, mixed, "x", nil); sealed[offFlags]&flagContent == 0 {
-		t.Fatal("sealing to a reader-only identity did not bind the content")
+	// Sealing to the writer and the SSH key: two parties learn the file
+	// key, so the content is bound.
+	if sealed[offFlags]&flagContent == 0 {
+		t.Fatal("sealing to an outside recipient did not bind the content")
 	}
 }
 
 func TestEnvelope_ConcurrentSealOpen(t *testing.T) {
-	e := mustNew(t, []age.Identity{newX25519(t)}, nil)
+	e := mustNew(t, []age.Identity{newX25519(t)}, nil, nil)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
@@ -462,7 +501,7 @@ func TestEnvelope_ConcurrentSealOpen(t *testing.T) {
 
 func TestOpen_HostileAgeHeaderWithManyStanzas_RefusedCheaply(t *testing.T) {
 	id := newX25519(t)
-	e := mustNew(t, []age.Identity{id}, nil)
+	e := mustNew(t, []age.Identity{id}, nil, nil)
 	rs := make([]age.Recipient, 100)
 	for i := range rs {
 		rs[i] = newX25519(t).Recipient()

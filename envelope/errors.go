@@ -1,6 +1,9 @@
 package envelope
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by [Envelope.Open], [Envelope.Seal] and the parsing
 // helpers. They are wrapped with the object's name (and, for
@@ -14,16 +17,18 @@ var (
 
 	// ErrTampered means the object is not what a holder of a configured
 	// identity sealed: a byte was changed, or it was forged by someone who
-	// knows only a public recipient.
+	// knows only a public recipient, or its age part is one the stock age
+	// tool would refuse.
 	ErrTampered = errors.New("object tampered or forged")
 
 	// ErrUnauthenticated means the object decrypts with a configured
-	// identity but carries no authentication stanza for any configured
-	// identity: it was forged with a public recipient, or sealed by a writer
-	// whose identity this envelope does not hold (for example when opening
-	// with a recovery-only key). Errors wrapping ErrUnauthenticated also
-	// wrap [ErrTampered]. [AllowUnauthenticated] opts in to reading such
-	// objects in an emergency.
+	// identity but no configured writer identity authenticates it: it was
+	// forged with a public recipient, or sealed by a writer whose identity
+	// this envelope does not hold, or (legacy v1 objects) it is not
+	// content-bound and carries a key stanza for an identity this envelope
+	// does not hold, whose holder could have rewritten it. Errors wrapping
+	// ErrUnauthenticated also wrap [ErrTampered]. Only identities given as
+	// [Options.Recovery] read such objects.
 	ErrUnauthenticated = errors.New("object not authenticated by any configured identity")
 
 	// ErrNotEnvelope means the bytes are not a sealed envelope (wrong magic)
@@ -37,6 +42,18 @@ var (
 	// another name: it was copied or moved.
 	ErrNameMismatch = errors.New("object sealed for another name")
 
+	// ErrForeignStore means the object belongs to another store than the
+	// envelope's ([Options.StoreID]): it carries another store id (or the
+	// envelope is unbound and the object is bound). Open reports it before
+	// trying any key, so it is what an object copied from another store
+	// gets whatever it was sealed to. The error is a [*ForeignStoreError].
+	ErrForeignStore = errors.New("object belongs to another store")
+
+	// ErrLegacyFormat means the object is bound to no store — format v1,
+	// or v2 sealed by an unbound envelope — and the envelope was not told
+	// to accept such objects ([Options.AcceptLegacy]).
+	ErrLegacyFormat = errors.New("object in a legacy format, bound to no store")
+
 	// ErrTooLarge means an object or plaintext exceeds [MaxSize].
 	ErrTooLarge = errors.New("object too large")
 
@@ -44,9 +61,40 @@ var (
 	ErrInvalidName = errors.New("invalid object name")
 
 	// ErrInvalidIdentity means an identity file or key could not be parsed,
-	// or an identity cannot be used by an envelope.
+	// or an identity cannot be used by an envelope (a zero value, an empty
+	// secret, a work factor below [MinWorkFactor]).
 	ErrInvalidIdentity = errors.New("invalid identity")
 
-	// ErrInvalidRecipient means a recipient string could not be parsed.
+	// ErrInvalidRecipient means a recipient string could not be parsed, or
+	// a recipient cannot be used by an envelope.
 	ErrInvalidRecipient = errors.New("invalid recipient")
+
+	// ErrInvalidStoreID means a store id's text form could not be parsed.
+	ErrInvalidStoreID = errors.New("invalid store id")
 )
+
+// ForeignStoreError is the error of opening an object that belongs to
+// another store. It matches [ErrForeignStore] with [errors.Is]. Store ids
+// are not secrets.
+type ForeignStoreError struct {
+	// Name is the name the object was opened as.
+	Name string
+	// Object is the store id the object carries (zero: bound to no store).
+	Object StoreID
+	// Envelope is the store id of the envelope that refused it (zero:
+	// unbound).
+	Envelope StoreID
+}
+
+// Error says that the object belongs to another store, naming both ids.
+func (e *ForeignStoreError) Error() string {
+	if e.Envelope.IsZero() {
+		return fmt.Sprintf("object %q belongs to a store: it carries store id %s, and this envelope is bound to no store",
+			e.Name, e.Object.describe())
+	}
+	return fmt.Sprintf("object %q belongs to another store: it carries store id %s, this store is %s",
+		e.Name, e.Object.describe(), e.Envelope.describe())
+}
+
+// Is reports whether target is [ErrForeignStore].
+func (e *ForeignStoreError) Is(target error) bool { return target == ErrForeignStore }

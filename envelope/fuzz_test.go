@@ -3,18 +3,55 @@ package envelope
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"filippo.io/age"
 )
 
-var sentinels = []error{ErrTooLarge, ErrNotEnvelope, ErrTruncated, ErrTampered, ErrNoIdentity, ErrNameMismatch}
+var sentinels = []error{ErrTooLarge, ErrNotEnvelope, ErrTruncated, ErrTampered, ErrNoIdentity, ErrNameMismatch, ErrForeignStore, ErrLegacyFormat}
 
-// FuzzOpen feeds hostile objects to Open: it must not panic, every failure
-// must carry one of the package's sentinel errors, and a success must be
-// for the name asked.
+// fileKeyFor recovers the file key Open used for an object it accepted:
+// from a writer's stanza, or, for an unauthenticated open, from a recovery
+// identity.
+func fileKeyFor(t *testing.T, e *Envelope, name string, object []byte, info Opened) []byte {
+	t.Helper()
+	hdr, err := parseHeader(name, object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.Unauthenticated {
+		var contentHash []byte
+		if hdr.flags&flagContent != 0 {
+			contentHash = sha256Of(hdr.age)
+		}
+		fk, found, err := unwrapStanza(name, hdr, e.keysFor(hdr), contentHash)
+		if err != nil || !found {
+			t.Fatalf("an authenticated open without a stanza of ours (found=%v, %v)", found, err)
+		}
+		return fk
+	}
+	ageHdr, _, err := splitAge(hdr.age)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fk, err := age.DecryptHeader(ageHdr, e.recovery...)
+	if err != nil {
+		t.Fatalf("an unauthenticated open whose file key no recovery identity gives: %v", err)
+	}
+	return fk
+}
+
+// FuzzOpen feeds hostile objects to Open, with envelopes bound and
+// unbound, strict and accepting legacy objects and a recovery identity: it
+// must not panic; every failure must carry one of the package's sentinel
+// errors; a success must be for the name asked and the envelope's store (or
+// an accepted legacy object), and stock age (age.Decrypt, with the file key
+// Open used) must read the same plaintext from the age part.
 func FuzzOpen(f *testing.F) {
 	paths, err := filepath.Glob("testdata/vectors/*")
 	if err != nil {
@@ -32,17 +69,27 @@ func FuzzOpen(f *testing.F) {
 		}
 		ids = append(ids, got...)
 	}
-	strict, err := New(ids, nil)
+	recovery, err := LoadIdentityFile("testdata/keys/recovery.txt")
 	if err != nil {
 		f.Fatal(err)
 	}
-	lenient, err := New(ids, nil, AllowUnauthenticated(), WithLogger(slog.New(slog.DiscardHandler)))
-	if err != nil {
-		f.Fatal(err)
+	quiet := slog.New(slog.DiscardHandler)
+	var envs []*Envelope
+	for _, o := range []*Options{
+		nil,
+		{StoreID: vectorStoreA},
+		{AcceptLegacy: true, Recovery: recovery, Logger: quiet},
+		{StoreID: vectorStoreA, AcceptLegacy: true, Recovery: recovery, Logger: quiet},
+	} {
+		e, err := New(ids, nil, o)
+		if err != nil {
+			f.Fatal(err)
+		}
+		envs = append(envs, e)
 	}
 	f.Fuzz(func(t *testing.T, name string, object []byte) {
-		for _, e := range []*Envelope{strict, lenient} {
-			pt, err := e.Open(name, object)
+		for _, e := range envs {
+			pt, info, err := e.OpenWithInfo(name, object)
 			if err != nil {
 				typed := false
 				for _, s := range sentinels {
@@ -60,12 +107,34 @@ func FuzzOpen(f *testing.F) {
 			if len(pt) >= len(object) {
 				t.Fatalf("plaintext of %d bytes from an object of %d", len(pt), len(object))
 			}
+			if info.Version != hdr.version || info.StoreID != hdr.storeID {
+				t.Fatalf("Opened %+v disagrees with the header (v%d, store %s)", info, hdr.version, hdr.storeID)
+			}
+			legacy := hdr.version == FormatV1 || hdr.storeID != e.storeID
+			if legacy && (!e.acceptLegacy || !hdr.storeID.IsZero()) {
+				t.Fatalf("envelope of store %s opened a v%d object of store %s (accept legacy: %v)", e.storeID, hdr.version, hdr.storeID, e.acceptLegacy)
+			}
+			if info.Unauthenticated && len(e.recovery) == 0 {
+				t.Fatal("an unauthenticated open without a recovery identity")
+			}
+			fk := fileKeyFor(t, e, name, object, info)
+			r, err := age.Decrypt(bytes.NewReader(hdr.age), age.NewInjectedFileKeyIdentity(fk))
+			if err != nil {
+				t.Fatalf("Open accepted an age file stock age refuses: %v", err)
+			}
+			stock, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatalf("Open accepted an age payload stock age refuses: %v", err)
+			}
+			if !bytes.Equal(stock, pt) {
+				t.Fatal("stock age reads another plaintext than Open")
+			}
 		}
 	})
 }
 
 // FuzzSealOpen checks that whatever is sealed opens back, under its name
-// only.
+// and in its store only, and that stock age recovers it.
 func FuzzSealOpen(f *testing.F) {
 	f.Add("apps/one/state.json", []byte(`{"a":1}`))
 	f.Add("x", []byte{})
@@ -74,7 +143,11 @@ func FuzzSealOpen(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	e, err := New(ids, nil)
+	e, err := New(ids, nil, &Options{StoreID: vectorStoreA})
+	if err != nil {
+		f.Fatal(err)
+	}
+	other, err := New(ids, nil, &Options{StoreID: vectorStoreB})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -89,12 +162,64 @@ func FuzzSealOpen(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.Open(name, sealed)
+		got, info, err := e.OpenWithInfo(name, sealed)
 		if err != nil || !bytes.Equal(got, pt) {
 			t.Fatalf("round trip: %v", err)
 		}
+		if info.Version != FormatV2 || info.StoreID != vectorStoreA || !info.SameRecipients || info.Unauthenticated {
+			t.Fatalf("Opened = %+v", info)
+		}
 		if _, err := e.Open(name+"x", sealed); !errors.Is(err, ErrNameMismatch) {
 			t.Fatalf("Open under another name: got %v, want ErrNameMismatch", err)
+		}
+		if _, err := other.Open(name, sealed); !errors.Is(err, ErrForeignStore) {
+			t.Fatalf("Open in another store: got %v, want ErrForeignStore", err)
+		}
+		var stock bytes.Buffer
+		if err := Recover(name, sealed, &stock, ids...); err != nil || !bytes.Equal(stock.Bytes(), pt) {
+			t.Fatalf("Recover with stock age: %v", err)
+		}
+	})
+}
+
+// FuzzParseRecipient checks that no error quotes secret-looking input at
+// all, and other input by at most its first 16 characters.
+func FuzzParseRecipient(f *testing.F) {
+	id, _ := age.GenerateX25519Identity()
+	for _, s := range []string{id.String(), `"` + strings.ToLower(id.String()) + `"`, id.Recipient().String(), "ssh-ed25519 AAAA", "-----BEGIN OPENSSH PRIVATE KEY-----", "AGE-PLUGIN-X-1Q", "scrypt", "age1" + strings.Repeat("q", 100)} {
+		f.Add(s)
+	}
+	// What errors say whatever the input: the messages of inputs of every
+	// branch, whose fixed words an input may happen to contain.
+	var fixed strings.Builder
+	for _, s := range []string{"AGE-SECRET-KEY-1", "AGE-PLUGIN-", "-----BEGIN", "x", "age1x", "age1pq1x", "age1yubikey1x", "ssh-rsa x", "ssh-ed25519 x"} {
+		_, err := ParseRecipient(s)
+		fixed.WriteString(err.Error() + "\n")
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := ParseRecipient(s)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrInvalidRecipient) {
+			t.Fatalf("untyped error: %v", err)
+		}
+		// The safe form is the one place input may appear (16 characters
+		// at most, quoted); take it out, then no run of input is left.
+		msg := err.Error()
+		window := 8
+		if secretShape(s) == "" {
+			if f := safeForm(strings.TrimSpace(s)); strings.Contains(f, `"`) {
+				if len(strings.TrimSpace(s)) > 16 && !strings.HasPrefix(f, fmt.Sprintf("%q…", strings.TrimSpace(s)[:16])) {
+					t.Fatalf("safe form %s is not the first 16 characters", f)
+				}
+				msg = strings.Replace(msg, f, "", 1)
+			}
+		}
+		for i := 0; i+window <= len(s); i++ {
+			if w := s[i : i+window]; strings.Contains(msg, w) && !strings.Contains(fixed.String(), w) {
+				t.Fatalf("error %q quotes %q of the input", msg, w)
+			}
 		}
 	})
 }

@@ -60,13 +60,18 @@ func parseSSH(t testing.TB, pemBytes []byte) *SSHIdentity {
 	return id
 }
 
-// forge builds an object in the envelope format for name, sealed to r by
+// forge builds a v2 object for name, bound to no store, sealed to r by
 // someone who holds no identity of the reader: the header, the age file and
 // the header MAC are all valid (the forger picks the file key), and the key
 // stanzas are whatever the forger supplies (kid||body, 40 bytes each).
 func forge(t testing.TB, name string, r age.Recipient, pt []byte, stanzas [][]byte) []byte {
+	return forgeAs(t, FormatV2, StoreID{}, name, r, pt, stanzas)
+}
+
+// forgeAs is forge for a format version and store id.
+func forgeAs(t testing.TB, version int, sid StoreID, name string, r age.Recipient, pt []byte, stanzas [][]byte) []byte {
 	t.Helper()
-	h := headerLen(len(name), len(stanzas))
+	h := headerLen(version, len(name), len(stanzas))
 	w := &appendWriter{b: make([]byte, h)}
 	var fk []byte
 	aw, err := age.Encrypt(w, captureRecipient{Recipient: r, fileKey: &fk})
@@ -79,18 +84,22 @@ func forge(t testing.TB, name string, r age.Recipient, pt []byte, stanzas [][]by
 	}
 	out := w.b
 	copy(out, magic)
-	out[offVersion] = formatVersion
+	out[offVersion] = byte(version)
 	out[offCount] = byte(len(stanzas))
 	binary.BigEndian.PutUint16(out[offNameLen:], uint16(len(name)))
 	binary.BigEndian.PutUint64(out[offTotal:], uint64(len(out)))
-	rand.Read(out[offSalt:fixedLen])
-	copy(out[fixedLen:], name)
-	st := out[fixedLen+len(name):]
+	rand.Read(out[offSalt : offSalt+saltLen])
+	if version == FormatV2 {
+		copy(out[offStoreID:], sid[:])
+	}
+	fixed := fixedLen(version)
+	copy(out[fixed:], name)
+	st := out[fixed+len(name):]
 	for _, s := range stanzas {
 		copy(st, s)
 		st = st[stanzaLen:]
 	}
-	copy(out[h-macLen:h], headerMAC(fk, out[offSalt:fixedLen], out[:h-macLen]))
+	copy(out[h-macLen:h], headerMAC(version, fk, out[offSalt:offSalt+saltLen], out[:h-macLen]))
 	return out
 }
 
@@ -149,9 +158,84 @@ func fileKeyOf(t testing.TB, sealed []byte, id age.Identity) []byte {
 }
 
 // agePart strips the envelope header as the recovery recipe in ADR 0003
-// does: H = 68 + L + 40n, with n at offset 9 and L at offset 10.
+// does: H = 116 + L + 40n for version 2 (68 + L + 40n for version 1), with
+// the version at offset 7, n at offset 9 and L at offset 10.
 func agePart(sealed []byte) []byte {
+	base := 116
+	if sealed[7] == 1 {
+		base = 68
+	}
 	n := int(sealed[9])
 	l := int(binary.BigEndian.Uint16(sealed[10:12]))
-	return sealed[68+l+40*n:]
+	return sealed[base+l+40*n:]
+}
+
+// authKeyOf is the authentication key of an identity for objects of store
+// sid.
+func authKeyOf(t testing.TB, id age.Identity, sid StoreID) authKey {
+	t.Helper()
+	kind, ikm, pass, ok := writerSecret(id)
+	if !ok {
+		t.Fatalf("%T cannot authenticate", id)
+	}
+	if pass != nil {
+		ikm = pass.storeSecret(sid)
+	}
+	return deriveAuthKey(kind, ikm)
+}
+
+// resealV2 builds a v2 object around ageFile for the holder of the
+// authentication key k, as a writer with a modified sealer could: its key
+// stanza (content-bound), store id, recipients digest and header MAC are
+// all valid.
+func resealV2(t testing.TB, name string, sid StoreID, digest [32]byte, k authKey, fileKey, ageFile []byte) []byte {
+	return resealV2Flags(t, name, sid, digest, k, fileKey, ageFile, true)
+}
+
+// resealV2Flags is resealV2 with the content binding chosen by the caller.
+func resealV2Flags(t testing.TB, name string, sid StoreID, digest [32]byte, k authKey, fileKey, ageFile []byte, bound bool) []byte {
+	t.Helper()
+	h := headerLen(FormatV2, len(name), 1)
+	out := make([]byte, h, h+len(ageFile))
+	out = append(out, ageFile...)
+	copy(out, magic)
+	out[offVersion] = FormatV2
+	if bound {
+		out[offFlags] = flagContent
+	}
+	out[offCount] = 1
+	binary.BigEndian.PutUint16(out[offNameLen:], uint16(len(name)))
+	binary.BigEndian.PutUint64(out[offTotal:], uint64(len(out)))
+	salt := out[offSalt : offSalt+saltLen]
+	rand.Read(salt)
+	copy(out[offStoreID:], sid[:])
+	copy(out[offRecipients:], digest[:])
+	copy(out[fixedLenV2:], name)
+	prefix := out[:fixedLenV2+len(name)]
+	var contentHash []byte
+	if bound {
+		sum := sha256.Sum256(ageFile)
+		contentHash = sum[:]
+	}
+	st := out[len(prefix):]
+	copy(st, k.kid)
+	copy(st[kidLen:], wrapFileKey(FormatV2, k.key, salt, stanzaAD(prefix, k.kid, contentHash), fileKey))
+	copy(out[h-macLen:h], headerMAC(FormatV2, fileKey, salt, out[:h-macLen]))
+	return out
+}
+
+// newTestPassphrase is a passphrase identity with a low work factor, so
+// that tests under the race detector stay fast.
+func newTestPassphrase(t testing.TB, pass string, wf int) *PassphraseIdentity {
+	t.Helper()
+	id, err := newPassphraseIdentity(pass, wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func sha256Of(b []byte) []byte {
+	sum := sha256.Sum256(b)
+	return sum[:]
 }

@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"crypto/hkdf"
@@ -11,6 +12,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"filippo.io/age"
 	"filippo.io/age/agessh"
@@ -48,13 +51,52 @@ func ParseIdentities(r io.Reader) ([]age.Identity, error) {
 	}
 	ids, err := age.ParseIdentities(bytes.NewReader(data))
 	if err != nil {
-		hint := ""
-		if bytes.Contains(data, []byte("ssh-")) || bytes.Contains(data, []byte("age1")) {
-			hint = " (this looks like a public key; an identity is the secret half)"
-		}
-		return nil, fmt.Errorf("%w: %v: expected age-keygen output (AGE-SECRET-KEY-1… lines) or an unencrypted SSH private key%s", ErrInvalidIdentity, err, hint)
+		// age's errors can quote a character of a malformed key: say what
+		// is wrong in our own words, naming the line only.
+		return nil, fmt.Errorf("%w: %s: expected age-keygen output (AGE-SECRET-KEY-1… lines) or an unencrypted SSH private key", ErrInvalidIdentity, describeBadIdentities(data))
 	}
 	return ids, nil
+}
+
+// describeBadIdentities says why age refused an identity file, quoting no
+// part of it.
+func describeBadIdentities(data []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, maxIdentityFile+1)
+	n, keys := 0, 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		keys++
+		if _, err := age.ParseIdentities(strings.NewReader(line)); err == nil {
+			continue
+		}
+		low := strings.ToLower(strings.TrimSpace(line))
+		switch {
+		case !utf8.ValidString(line):
+			return fmt.Sprintf("line %d is not valid UTF-8", n)
+		case strings.HasPrefix(line, "AGE-SECRET-KEY-PQ-1"):
+			return fmt.Sprintf("line %d is a malformed post-quantum identity", n)
+		case strings.HasPrefix(line, "AGE-SECRET-KEY-1"):
+			return fmt.Sprintf("line %d is a malformed X25519 identity", n)
+		case strings.HasPrefix(low, "age-secret-key-"):
+			return fmt.Sprintf("line %d is an identity in lower case or with surrounding text; age identities are upper case and alone on their line", n)
+		case strings.Contains(low, "age-secret-key-"):
+			return fmt.Sprintf("line %d has text around an identity; age identities are alone on their line", n)
+		case strings.HasPrefix(low, "age-plugin-"):
+			return fmt.Sprintf("line %d is an age plugin identity, which cannot be used", n)
+		case strings.HasPrefix(low, "age1"), strings.HasPrefix(low, "ssh-"):
+			return fmt.Sprintf("line %d looks like a public key (an identity is the secret half)", n)
+		}
+		return fmt.Sprintf("line %d is not an age identity", n)
+	}
+	if keys == 0 {
+		return "no identities in the file"
+	}
+	return "the file is not an identity file"
 }
 
 // LoadIdentityFile reads and parses the identity file at path (see
@@ -70,37 +112,6 @@ func LoadIdentityFile(path string) ([]age.Identity, error) {
 		return nil, fmt.Errorf("identity file %s: %w", path, err)
 	}
 	return ids, nil
-}
-
-// ParseRecipient parses one public recipient: an X25519 key (age1…), a
-// post-quantum hybrid key (age1pq1…), or an SSH public key line
-// (ssh-ed25519 … or ssh-rsa …, as in authorized_keys).
-func ParseRecipient(s string) (age.Recipient, error) {
-	s = strings.TrimSpace(s)
-	var (
-		r   age.Recipient
-		err error
-	)
-	switch {
-	case strings.HasPrefix(s, "AGE-SECRET-KEY-"), strings.Contains(s, "PRIVATE KEY"):
-		// Never echo secret material.
-		return nil, fmt.Errorf("%w: this is a secret key, not a recipient (age-keygen -y prints the recipient)", ErrInvalidRecipient)
-	case strings.HasPrefix(s, "age1pq1"):
-		r, err = age.ParseHybridRecipient(s)
-	case strings.HasPrefix(s, "age1"):
-		r, err = age.ParseX25519Recipient(s)
-	case strings.HasPrefix(s, "ssh-ed25519 "), strings.HasPrefix(s, "ssh-rsa "):
-		var pk ssh.PublicKey
-		if pk, _, _, _, err = ssh.ParseAuthorizedKey([]byte(s)); err == nil {
-			r, err = newSSHRecipient(pk)
-		}
-	default:
-		err = errors.New("unknown recipient type; want age1…, age1pq1…, ssh-ed25519 … or ssh-rsa …")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrInvalidRecipient, shorten(s), err)
-	}
-	return r, nil
 }
 
 // RecipientOf returns the recipient that seals to id: the public half of an
@@ -223,26 +234,63 @@ func (i *SSHIdentity) Recipient() age.Recipient { return i.recipient }
 
 // PassphraseIdentity is a passphrase used as an envelope identity: objects
 // are sealed to an age scrypt recipient (so the stock age tool opens them
-// with the passphrase) and authenticated with a key derived once from the
-// passphrase. A passphrase must be the only identity and recipient of an
-// envelope (age refuses to mix scrypt with other recipients).
+// with the passphrase) and authenticated with a key derived from the
+// passphrase with scrypt, salted with the store id of the envelope
+// ([Options.StoreID]). A passphrase must be the only identity and
+// recipient of an envelope (age refuses to mix scrypt with other
+// recipients). Create it with [NewPassphraseIdentity]; the zero value is
+// refused by [New].
 type PassphraseIdentity struct {
 	id         *age.ScryptIdentity
 	recipient  *age.ScryptRecipient
 	workFactor int
-	secret     []byte
+	passphrase []byte
+
+	mu   sync.Mutex
+	keys map[passKeyID][]byte // scrypt outputs, by salt and work factor
 }
 
+type passKeyID struct {
+	salt string
+	wf   int
+}
+
+// MinWorkFactor is the lowest scrypt work factor (log2 N) that
+// [NewPassphraseIdentity] accepts: 2^16 iterations and 64 MiB of memory per
+// guess, a quarter of age's default ([DefaultWorkFactor]). About 0.14 s on
+// the project's 2-core test machine.
+const MinWorkFactor = 16
+
+// maxWorkFactor is age's own upper bound for decryption (22).
+const maxWorkFactor = 22
+
+// maxPassKeys bounds the derivations a passphrase identity caches.
+const maxPassKeys = 32
+
 // NewPassphraseIdentity returns a passphrase identity. workFactor is the
-// scrypt cost (log2 N, 1..22; 0 means [DefaultWorkFactor]). It is paid once
-// here and once per Seal, never per Open, and it is part of the key: objects
-// sealed with one work factor authenticate only with the same one.
+// scrypt cost (log2 N, [MinWorkFactor]..22; 0 means [DefaultWorkFactor]).
+// Nothing is derived here: [New] pays scrypt once for its store id (cached
+// in the identity, so further envelopes for the same store do not pay it
+// again), each Seal pays it once more for age's scrypt stanza, and Open
+// never, except once per work factor met in legacy v1 objects. The work
+// factor is part of the authentication key of v2 objects: objects sealed
+// with one work factor authenticate only with the same one.
 func NewPassphraseIdentity(passphrase string, workFactor int) (*PassphraseIdentity, error) {
 	if workFactor == 0 {
 		workFactor = DefaultWorkFactor
 	}
-	if workFactor < 1 || workFactor > 22 {
-		return nil, fmt.Errorf("%w: scrypt work factor %d outside 1..22", ErrInvalidIdentity, workFactor)
+	if workFactor < MinWorkFactor || workFactor > maxWorkFactor {
+		return nil, fmt.Errorf("%w: scrypt work factor %d outside %d..%d", ErrInvalidIdentity, workFactor, MinWorkFactor, maxWorkFactor)
+	}
+	return newPassphraseIdentity(passphrase, workFactor)
+}
+
+// newPassphraseIdentity is NewPassphraseIdentity without the minimum work
+// factor, for the package's tests, which run scrypt under the race
+// detector.
+func newPassphraseIdentity(passphrase string, workFactor int) (*PassphraseIdentity, error) {
+	if passphrase == "" {
+		return nil, fmt.Errorf("%w: empty passphrase", ErrInvalidIdentity)
 	}
 	id, err := age.NewScryptIdentity(passphrase)
 	if err != nil {
@@ -254,11 +302,7 @@ func NewPassphraseIdentity(passphrase string, workFactor int) (*PassphraseIdenti
 		return nil, fmt.Errorf("%w: %w", ErrInvalidIdentity, err)
 	}
 	r.SetWorkFactor(workFactor)
-	secret, err := scrypt.Key([]byte(passphrase), []byte(authKeySalt+" passphrase"), 1<<workFactor, 8, 1, 32)
-	if err != nil {
-		return nil, fmt.Errorf("%w: scrypt: %w", ErrInvalidIdentity, err)
-	}
-	return &PassphraseIdentity{id: id, recipient: r, workFactor: workFactor, secret: secret}, nil
+	return &PassphraseIdentity{id: id, recipient: r, workFactor: workFactor, passphrase: []byte(passphrase)}, nil
 }
 
 // Unwrap implements [age.Identity].
@@ -269,6 +313,43 @@ func (i *PassphraseIdentity) Unwrap(stanzas []*age.Stanza) ([]byte, error) {
 // Recipient returns the scrypt recipient that seals to this passphrase.
 func (i *PassphraseIdentity) Recipient() age.Recipient { return i.recipient }
 
+// WorkFactor returns the scrypt work factor (log2 N) it seals with.
+func (i *PassphraseIdentity) WorkFactor() int { return i.workFactor }
+
+// secret returns scrypt(passphrase, salt, 2^wf, 8, 1, 32), cached.
+func (i *PassphraseIdentity) secret(salt string, wf int) []byte {
+	k := passKeyID{salt, wf}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if s, ok := i.keys[k]; ok {
+		return s
+	}
+	s, err := scrypt.Key(i.passphrase, []byte(salt), 1<<wf, 8, 1, 32)
+	if err != nil {
+		panic("envelope: scrypt: " + err.Error()) // only for invalid parameters
+	}
+	if i.keys == nil {
+		i.keys = map[passKeyID][]byte{}
+	}
+	if len(i.keys) < maxPassKeys {
+		i.keys[k] = s
+	}
+	return s
+}
+
+// storeSecret is the passphrase's secret for v2 objects of store sid: the
+// store id salts it, so one dictionary does not serve every deployment.
+func (i *PassphraseIdentity) storeSecret(sid StoreID) []byte {
+	return i.secret("cairn-state/v2 passphrase "+string(sid[:]), i.workFactor)
+}
+
+// legacySecret is the passphrase's secret for v1 objects: a fixed salt, and
+// the work factor of the object's own scrypt stanza (v1 sealed with the
+// identity's, which could be below MinWorkFactor).
+func (i *PassphraseIdentity) legacySecret(wf int) []byte {
+	return i.secret(authKeySalt+" passphrase", wf)
+}
+
 // authKey is the symmetric key an identity contributes for authentication.
 type authKey struct {
 	kind string
@@ -276,24 +357,27 @@ type authKey struct {
 	kid  []byte // 8 bytes
 }
 
-// deriveAuthKey returns the authentication key of id, or ok=false for
-// identity types whose secret the envelope cannot reach (plugins, bare
-// agessh identities).
-func deriveAuthKey(id age.Identity) (authKey, bool) {
-	var kind string
-	var ikm []byte
+// writerSecret returns the kind and secret of an identity that can
+// authenticate objects, or ok=false for identity types whose secret the
+// envelope cannot reach (plugins, bare agessh identities). A passphrase's
+// secret depends on the store and format: pass is returned instead.
+func writerSecret(id age.Identity) (kind string, ikm []byte, pass *PassphraseIdentity, ok bool) {
 	switch id := id.(type) {
 	case *age.X25519Identity:
-		kind, ikm = "X25519", []byte(id.String())
+		return "X25519", []byte(id.String()), nil, true
 	case *age.HybridIdentity:
-		kind, ikm = "mlkem768x25519", []byte(id.String())
+		return "mlkem768x25519", []byte(id.String()), nil, true
 	case *SSHIdentity:
-		kind, ikm = id.kind, id.secret
+		return id.kind, id.secret, nil, true
 	case *PassphraseIdentity:
-		kind, ikm = "scrypt", id.secret
-	default:
-		return authKey{}, false
+		return "scrypt", nil, id, true
 	}
+	return "", nil, nil, false
+}
+
+// deriveAuthKey derives an authentication key and its key id from an
+// identity's kind and secret (ADR 0003).
+func deriveAuthKey(kind string, ikm []byte) authKey {
 	key, err := hkdf.Key(sha256.New, ikm, []byte(authKeySalt), labelPrefix+kind+" authentication key", 32)
 	if err != nil {
 		panic("envelope: hkdf: " + err.Error())
@@ -302,12 +386,60 @@ func deriveAuthKey(id age.Identity) (authKey, bool) {
 	if err != nil {
 		panic("envelope: hkdf: " + err.Error())
 	}
-	return authKey{kind: kind, key: key, kid: kid}, true
+	return authKey{kind: kind, key: key, kid: kid}
 }
 
-func shorten(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+// checkIdentity refuses identities whose secret is missing: zero values of
+// the package's types and of age's, which would authenticate with a key
+// anyone can derive or crash later.
+func checkIdentity(id age.Identity) error {
+	switch id := id.(type) {
+	case nil:
+		return errors.New("nil identity")
+	case *age.X25519Identity:
+		s, ok := stringOf(id)
+		if !ok {
+			return errors.New("zero-value X25519 identity (no secret key)")
+		}
+		if _, err := age.ParseX25519Identity(s); err != nil {
+			return errors.New("zero-value X25519 identity (no secret key)")
+		}
+	case *age.HybridIdentity:
+		s, ok := stringOf(id)
+		if !ok {
+			return errors.New("zero-value post-quantum identity (no secret key)")
+		}
+		if _, err := age.ParseHybridIdentity(s); err != nil {
+			return errors.New("zero-value post-quantum identity (no secret key)")
+		}
+	case *SSHIdentity:
+		if id.id == nil || id.recipient == nil || len(id.secret) == 0 {
+			return errors.New("zero-value SSHIdentity (create it with ParseSSHIdentity)")
+		}
+	case *PassphraseIdentity:
+		if id.id == nil || id.recipient == nil || len(id.passphrase) == 0 {
+			return errors.New("zero-value PassphraseIdentity (create it with NewPassphraseIdentity)")
+		}
+	}
+	return nil
+}
+
+// stringOf calls String, which age's identities implement by dereferencing
+// their keys: a zero value panics.
+func stringOf(id fmt.Stringer) (s string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return id.String(), true
+}
+
+// shorten cuts s to at most n bytes for an error message (names and store
+// ids only; never secrets).
+func shorten(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
 	}
 	return s
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,8 +37,8 @@ func TestParseIdentities_AgeKeygenFileWithCommentsAndSeveralKeys(t *testing.T) {
 		}
 	}
 	// The parsed identities seal and open like the originals.
-	sealed := mustSeal(t, mustNew(t, []age.Identity{a}, nil), "x", []byte("hi"))
-	if got, err := mustNew(t, ids, nil).Open("x", sealed); err != nil || string(got) != "hi" {
+	sealed := mustSeal(t, mustNew(t, []age.Identity{a}, nil, nil), "x", []byte("hi"))
+	if got, err := mustNew(t, ids, nil, nil).Open("x", sealed); err != nil || string(got) != "hi" {
 		t.Fatalf("Open with parsed identities = %q, %v", got, err)
 	}
 }
@@ -51,7 +53,7 @@ func TestParseIdentities_SSHPrivateKeys(t *testing.T) {
 			if _, ok := ids[0].(*SSHIdentity); len(ids) != 1 || !ok {
 				t.Fatalf("got %d identities of type %T, want one *SSHIdentity", len(ids), ids[0])
 			}
-			e := mustNew(t, ids, nil)
+			e := mustNew(t, ids, nil, nil)
 			if got, err := e.Open("k", mustSeal(t, e, "k", []byte("v"))); err != nil || string(got) != "v" {
 				t.Fatalf("round trip = %q, %v", got, err)
 			}
@@ -153,7 +155,7 @@ func TestParseRecipient(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Objects sealed to it open, as age files, with its identity.
-			sealed := mustSeal(t, mustNew(t, []age.Identity{c.writer}, []age.Recipient{r}), "x", []byte("v"))
+			sealed := mustSeal(t, mustNew(t, []age.Identity{c.writer}, []age.Recipient{r}, nil), "x", []byte("v"))
 			if _, err := age.Decrypt(bytes.NewReader(agePart(sealed)), c.opener); err != nil {
 				t.Fatalf("the matching identity cannot decrypt: %v", err)
 			}
@@ -180,9 +182,18 @@ func TestParseRecipient(t *testing.T) {
 	}
 }
 
-func mustSSHPub(t *testing.T, id *SSHIdentity) ssh.PublicKey {
+func mustRecipientString(t testing.TB, r age.Recipient) string {
 	t.Helper()
-	pk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(recipientString(id.Recipient())))
+	s, err := RecipientString(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustSSHPub(t testing.TB, id *SSHIdentity) ssh.PublicKey {
+	t.Helper()
+	pk, _, _, _, err := ssh.ParseAuthorizedKey([]byte(mustRecipientString(t, id.Recipient())))
 	if err != nil {
 		t.Fatalf("the recipient of an SSH identity does not print as an authorized key: %v", err)
 	}
@@ -201,32 +212,74 @@ func TestRecipientOf_X25519_IsWhatAgeKeygenPrints(t *testing.T) {
 }
 
 func TestNewPassphraseIdentity_WorkFactorIsPartOfTheKey(t *testing.T) {
-	p10, err := NewPassphraseIdentity("pw", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p11, err := NewPassphraseIdentity("pw", 11)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed := mustSeal(t, mustNew(t, []age.Identity{p10}, nil), "x", []byte("v"))
-	// Work factor 11 refuses the file's work factor 10? No: age accepts
-	// lower work factors; authentication is what differs.
-	_, err = mustNew(t, []age.Identity{p11}, nil).Open("x", sealed)
+	p10 := newTestPassphrase(t, "pw", 10)
+	p11 := newTestPassphrase(t, "pw", 11)
+	sealed := mustSeal(t, mustNew(t, []age.Identity{p10}, nil, nil), "x", []byte("v"))
+	// age accepts lower work factors; authentication is what differs.
+	_, err := mustNew(t, []age.Identity{p11}, nil, nil).Open("x", sealed)
 	if !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("other work factor: got %v, want ErrUnauthenticated", err)
 	}
-	wrong, err := NewPassphraseIdentity("not pw", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := mustNew(t, []age.Identity{wrong}, nil).Open("x", sealed); !errors.Is(err, ErrNoIdentity) && !errors.Is(err, ErrTampered) {
+	wrong := newTestPassphrase(t, "not pw", 10)
+	if _, err := mustNew(t, []age.Identity{wrong}, nil, nil).Open("x", sealed); !errors.Is(err, ErrNoIdentity) && !errors.Is(err, ErrTampered) {
 		t.Fatalf("wrong passphrase: got %v", err)
 	}
 	if _, err := NewPassphraseIdentity("pw", 23); !errors.Is(err, ErrInvalidIdentity) {
 		t.Fatalf("work factor 23: got %v, want ErrInvalidIdentity", err)
 	}
-	if _, err := NewPassphraseIdentity("", 10); !errors.Is(err, ErrInvalidIdentity) {
+	if _, err := NewPassphraseIdentity("", MinWorkFactor); !errors.Is(err, ErrInvalidIdentity) {
 		t.Fatalf("empty passphrase: got %v, want ErrInvalidIdentity", err)
+	}
+}
+
+// Issue #14, finding 4: a work factor of 1 made the passphrase key id a
+// cheap guessing oracle.
+func TestNewPassphraseIdentity_BelowMinimumWorkFactor_Refused(t *testing.T) {
+	for _, wf := range []int{1, 10, MinWorkFactor - 1} {
+		if _, err := NewPassphraseIdentity("a long passphrase", wf); !errors.Is(err, ErrInvalidIdentity) || !strings.Contains(err.Error(), strconv.Itoa(wf)) {
+			t.Errorf("work factor %d: got %v, want ErrInvalidIdentity naming it", wf, err)
+		}
+	}
+	p, err := NewPassphraseIdentity("a long passphrase", 0)
+	if err != nil || p.WorkFactor() != DefaultWorkFactor {
+		t.Fatalf("work factor 0: %v, %v; want the default %d", p, err, DefaultWorkFactor)
+	}
+}
+
+// Issue #14, finding 4: one fixed scrypt salt let one dictionary serve
+// every deployment. In v2 the key id of a passphrase differs per store, and
+// the derivation is paid once per store, not per Open.
+func TestPassphrase_AuthenticationKeySaltedPerStore_DerivedOnce(t *testing.T) {
+	pass := newTestPassphrase(t, "correct horse battery staple", 10)
+	a, b := NewStoreID(), NewStoreID()
+	kA, kB := authKeyOf(t, pass, a), authKeyOf(t, pass, b)
+	if bytes.Equal(kA.kid, kB.kid) || bytes.Equal(kA.key, kB.key) {
+		t.Fatal("the same passphrase has the same key in two stores")
+	}
+	envA := mustNew(t, []age.Identity{pass}, nil, &Options{StoreID: a})
+	sealed := mustSeal(t, envA, "x", []byte("v"))
+	if hdr, err := parseHeader("x", sealed); err != nil || !bytes.Equal(hdr.stanzas[:kidLen], kA.kid) {
+		t.Fatalf("the object's key id is not store A's: %v", err)
+	}
+	// Every derivation so far, by the address of its cached bytes: a
+	// derivation paid again would be stored anew.
+	cached := func() map[passKeyID]*byte {
+		pass.mu.Lock()
+		defer pass.mu.Unlock()
+		m := map[passKeyID]*byte{}
+		for k, v := range pass.keys {
+			m[k] = &v[0]
+		}
+		return m
+	}
+	before := cached()
+	for range 3 {
+		if _, err := envA.Open("x", sealed); err != nil {
+			t.Fatal(err)
+		}
+		mustNew(t, []age.Identity{pass}, nil, &Options{StoreID: a})
+	}
+	if after := cached(); !maps.Equal(before, after) {
+		t.Fatalf("opening and building envelopes for the same store derived keys again: %d cached before, %d after", len(before), len(after))
 	}
 }

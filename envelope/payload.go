@@ -9,15 +9,21 @@ import (
 	"errors"
 	"fmt"
 
+	"filippo.io/age"
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// Open decrypts the age part itself, with the file key from the
-// authentication stanza, instead of through age.Decrypt: age's reader
-// allocates two 64 KiB chunk buffers per file, which dominates opening a
-// small object. This follows the age-encryption.org/v1 specification (header
-// MAC, then the STREAM payload) and is checked against age.Decrypt in the
-// tests; sealing still goes through age.Encrypt.
+// Open checks the age header with age's own parser and decrypts the
+// payload itself, with the file key already known, instead of through
+// age.Decrypt: age's reader allocates two 64 KiB chunk buffers per file,
+// which dominates opening a small object. The header goes through age's
+// own parser ([age.ExtractHeader]: its syntax and limits), must be exactly
+// age's encoding of what it parsed, and its MAC is checked as age checks it,
+// so an object that opens here has an age header the stock age tool
+// accepts; the payload is decrypted per the
+// age-encryption.org/v1 specification (64 KiB STREAM chunks), as age's
+// reader does, which the tests and FuzzOpen check against age.Decrypt.
+// Sealing goes through age.Encrypt.
 const (
 	ageIntro      = "age-encryption.org/v1\n"
 	ageFooter     = "\n--- "
@@ -31,47 +37,89 @@ const (
 
 var errAgeFormat = errors.New("malformed age file")
 
-// decryptAge verifies the age header MAC under fileKey and decrypts the
-// payload into one exactly sized allocation.
-func decryptAge(name string, ageFile, fileKey []byte) ([]byte, error) {
-	pt, err := decryptAgeFile(ageFile, fileKey)
-	if err != nil {
-		return nil, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
-	}
-	return pt, nil
-}
-
-func decryptAgeFile(ageFile, fileKey []byte) ([]byte, error) {
+// splitAge splits an age file into its header (through the MAC line) and
+// its payload (nonce and chunks). The first "\n--- " is the footer: stanza
+// lines start with "-> " and body lines are base64, so neither can start
+// with "--- " — and if an earlier line started with "---", age's parser
+// (run on the header by checkAgeHeader) would refuse it.
+func splitAge(ageFile []byte) (hdr, payload []byte, err error) {
 	if !bytes.HasPrefix(ageFile, []byte(ageIntro)) {
-		return nil, fmt.Errorf("%w: no age intro line", errAgeFormat)
+		return nil, nil, fmt.Errorf("%w: no age intro line", errAgeFormat)
 	}
-	// The first "\n--- " is the footer: stanza lines start with "-> " and
-	// body lines are base64, so neither can start with "--- ". Whatever
-	// precedes it is covered by the MAC checked below.
 	i := bytes.Index(ageFile, []byte(ageFooter))
 	if i < 0 {
-		return nil, fmt.Errorf("%w: no header footer", errAgeFormat)
+		return nil, nil, fmt.Errorf("%w: no header footer", errAgeFormat)
 	}
-	macStart := i + len(ageFooter)
-	macEnd := macStart + ageMACB64Len
-	if len(ageFile) < macEnd+1 || ageFile[macEnd] != '\n' {
-		return nil, fmt.Errorf("%w: bad header footer", errAgeFormat)
+	end := i + len(ageFooter) + ageMACB64Len
+	if len(ageFile) < end+1 || ageFile[end] != '\n' {
+		return nil, nil, fmt.Errorf("%w: bad header footer", errAgeFormat)
 	}
-	var gotMAC [sha256.Size]byte
-	if n, err := base64.RawStdEncoding.Strict().Decode(gotMAC[:], ageFile[macStart:macEnd]); err != nil || n != sha256.Size {
-		return nil, fmt.Errorf("%w: bad header MAC encoding", errAgeFormat)
+	return ageFile[:end+1], ageFile[end+1:], nil
+}
+
+// checkAgeHeader runs age's own header parser on hdr (through
+// [age.ExtractHeader], which parses and re-encodes it), requires the bytes
+// to be exactly age's encoding of what it parsed, and verifies the header
+// MAC under fileKey as age defines it. That is what stock age accepts:
+// age computes the MAC over its re-encoding of the header, which here is the
+// header itself. It returns the number of recipient stanzas.
+func checkAgeHeader(hdr, fileKey []byte) (int, error) {
+	canon, err := age.ExtractHeader(bytes.NewReader(hdr))
+	if err != nil {
+		return 0, fmt.Errorf("the stock age parser refuses its age header: %w", err)
+	}
+	if !bytes.Equal(canon, hdr) {
+		return 0, fmt.Errorf("%w: its age header is not in age's own encoding", errAgeFormat)
+	}
+	if err := checkAgeMAC(hdr, fileKey); err != nil {
+		return 0, err
+	}
+	// In age's encoding every stanza line starts with "-> " and no other
+	// line can.
+	return bytes.Count(hdr, []byte("\n-> ")), nil
+}
+
+// decryptAge checks the age header as stock age would and decrypts the
+// payload into one exactly sized allocation. It returns the number of age
+// recipient stanzas.
+func decryptAge(name string, ageFile, fileKey []byte) ([]byte, int, error) {
+	hdr, payload, err := splitAge(ageFile)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
+	}
+	n, err := checkAgeHeader(hdr, fileKey)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
+	}
+	pt, err := decryptPayload(payload, fileKey)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
+	}
+	return pt, n, nil
+}
+
+// checkAgeMAC verifies the age header MAC (age-encryption.org/v1: HMAC
+// under HKDF(file key, "header") of the header through "---") of hdr.
+func checkAgeMAC(hdr, fileKey []byte) error {
+	macStart := len(hdr) - 1 - ageMACB64Len
+	var got [sha256.Size]byte
+	if n, err := base64.RawStdEncoding.Strict().Decode(got[:], hdr[macStart:len(hdr)-1]); err != nil || n != sha256.Size {
+		return fmt.Errorf("%w: bad header MAC encoding", errAgeFormat)
 	}
 	hk, err := hkdf.Key(sha256.New, fileKey, nil, ageHeaderInfo, sha256.Size)
 	if err != nil {
 		panic("envelope: hkdf: " + err.Error())
 	}
 	m := hmac.New(sha256.New, hk)
-	m.Write(ageFile[:i+len("\n---")])
-	if !hmac.Equal(m.Sum(nil), gotMAC[:]) {
-		return nil, errors.New("bad age header MAC")
+	m.Write(hdr[:macStart-1]) // through "---", without the space
+	if !hmac.Equal(m.Sum(nil), got[:]) {
+		return errors.New("bad age header MAC")
 	}
+	return nil
+}
 
-	rest := ageFile[macEnd+1:]
+// decryptPayload decrypts an age payload (nonce, then STREAM chunks).
+func decryptPayload(rest, fileKey []byte) ([]byte, error) {
 	if len(rest) < streamNonce {
 		return nil, fmt.Errorf("%w: payload nonce missing", errAgeFormat)
 	}

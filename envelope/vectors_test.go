@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,26 +25,37 @@ import (
 // testdata/vectors is a header of "key: value" lines, an empty line, then
 // the object's bytes. Keys:
 //
-//	expect:        success | no identity | tampered | unauthenticated |
-//	               not envelope | truncated | name mismatch | too large
-//	name:          the name to open the object as
-//	identity:      an age identity string (repeatable)
-//	identity-file: an identity file, relative to testdata (repeatable)
-//	passphrase:    a passphrase identity, with work-factor:
-//	work-factor:   its scrypt log2 N
-//	option:        allow-unauthenticated
-//	payload:       hex SHA-256 of the expected plaintext (success only)
-//	comment:       free text
+//	expect:            success | no identity | tampered | unauthenticated |
+//	                   not envelope | truncated | name mismatch | too large |
+//	                   foreign store | legacy format
+//	name:              the name to open the object as
+//	identity:          a writer identity, as an age identity string (repeatable)
+//	identity-file:     a writer identity file, relative to testdata (repeatable)
+//	recovery-identity: a recovery identity string (Options.Recovery; repeatable)
+//	passphrase:        a passphrase writer identity, with work-factor:
+//	work-factor:       its scrypt log2 N
+//	store-id:          the envelope's store id (Options.StoreID); absent: unbound
+//	recipient:         a recipient of the envelope's sealing set (repeatable)
+//	option:            accept-legacy | exact-recipients (repeatable)
+//	payload:           hex SHA-256 of the expected plaintext (success only)
+//	format:            the format version Open reports (success only)
+//	authenticated:     yes | no: whether a writer identity authenticated it
+//	same-recipients:   yes | no: whether it was sealed to the envelope's set
+//	comment:           free text
 //
-// go test ./envelope -run TestVectors -update-vectors regenerates them
-// (new random bytes; review the diff).
-var updateVectors = flag.Bool("update-vectors", false, "regenerate testdata/vectors")
+// Files named v1_* hold objects written by the version 1 code (frozen;
+// only their headers were edited when v2 came). go test ./envelope -run
+// TestVectors -update-vectors regenerates the v2_* files (new random bytes;
+// review the diff).
+var updateVectors = flag.Bool("update-vectors", false, "regenerate testdata/vectors/v2_*")
 
 type vector struct {
-	expect, name, payload string
-	identities            []age.Identity
-	opts                  []Option
-	object                []byte
+	expect, name, payload                 string
+	format, authenticated, sameRecipients string
+	identities, recovery                  []age.Identity
+	recipients                            []age.Recipient
+	opts                                  Options
+	object                                []byte
 }
 
 func parseVector(t *testing.T, path string) vector {
@@ -76,12 +88,22 @@ func parseVector(t *testing.T, path string) vector {
 			v.name = value
 		case "payload":
 			v.payload = value
-		case "identity":
+		case "format":
+			v.format = value
+		case "authenticated":
+			v.authenticated = value
+		case "same-recipients":
+			v.sameRecipients = value
+		case "identity", "recovery-identity":
 			ids, err := ParseIdentities(strings.NewReader(value))
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
-			v.identities = append(v.identities, ids...)
+			if key == "identity" {
+				v.identities = append(v.identities, ids...)
+			} else {
+				v.recovery = append(v.recovery, ids...)
+			}
 		case "identity-file":
 			ids, err := LoadIdentityFile(filepath.Join("testdata", value))
 			if err != nil {
@@ -94,11 +116,25 @@ func parseVector(t *testing.T, path string) vector {
 			if wf, err = strconv.Atoi(value); err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
+		case "store-id":
+			if v.opts.StoreID, err = ParseStoreID(value); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+		case "recipient":
+			r, err := ParseRecipient(value)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			v.recipients = append(v.recipients, r)
 		case "option":
-			if value != "allow-unauthenticated" {
+			switch value {
+			case "accept-legacy":
+				v.opts.AcceptLegacy = true
+			case "exact-recipients":
+				v.opts.ExactRecipients = true
+			default:
 				t.Fatalf("%s: unknown option %q", path, value)
 			}
-			v.opts = append(v.opts, AllowUnauthenticated(), WithLogger(slog.New(slog.DiscardHandler)))
 		case "comment":
 		default:
 			t.Fatalf("%s: unknown header %q", path, key)
@@ -111,6 +147,8 @@ func parseVector(t *testing.T, path string) vector {
 		}
 		v.identities = append(v.identities, id)
 	}
+	v.opts.Recovery = v.recovery
+	v.opts.Logger = slog.New(slog.DiscardHandler)
 	v.object, _ = io.ReadAll(br)
 	return v
 }
@@ -123,6 +161,15 @@ var expectErr = map[string]error{
 	"truncated":       ErrTruncated,
 	"name mismatch":   ErrNameMismatch,
 	"too large":       ErrTooLarge,
+	"foreign store":   ErrForeignStore,
+	"legacy format":   ErrLegacyFormat,
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func TestVectors(t *testing.T) {
@@ -133,24 +180,42 @@ func TestVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) < 20 {
+	if len(paths) < 80 {
 		t.Fatalf("only %d vectors in testdata/vectors", len(paths))
 	}
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			t.Parallel()
 			v := parseVector(t, path)
-			e, err := New(v.identities, nil, v.opts...)
+			e, err := New(v.identities, v.recipients, &v.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			pt, err := e.Open(v.name, v.object)
+			pt, info, err := e.OpenWithInfo(v.name, v.object)
 			if v.expect == "success" {
 				if err != nil {
 					t.Fatalf("want success, got %v", err)
 				}
 				if sum := sha256.Sum256(pt); hex.EncodeToString(sum[:]) != v.payload {
 					t.Fatalf("plaintext SHA-256 %x, want %s", sum, v.payload)
+				}
+				if v.format != "" && strconv.Itoa(info.Version) != v.format {
+					t.Errorf("format version %d, want %s", info.Version, v.format)
+				}
+				if v.authenticated != "" && yesNo(!info.Unauthenticated) != v.authenticated {
+					t.Errorf("authenticated: %s, want %s", yesNo(!info.Unauthenticated), v.authenticated)
+				}
+				if v.sameRecipients != "" && yesNo(info.SameRecipients) != v.sameRecipients {
+					t.Errorf("same recipients: %s, want %s", yesNo(info.SameRecipients), v.sameRecipients)
+				}
+				// The recovery promise: stock age, after the header is
+				// stripped, reads the same plaintext with the same keys.
+				var out bytes.Buffer
+				if err := Recover(v.name, v.object, &out, append(slices.Clone(v.identities), v.recovery...)...); err != nil {
+					t.Fatalf("Recover: %v", err)
+				}
+				if !bytes.Equal(out.Bytes(), pt) {
+					t.Fatal("Recover read another plaintext than Open")
 				}
 				return
 			}
@@ -164,11 +229,29 @@ func TestVectors(t *testing.T) {
 			if v.expect == "tampered" && errors.Is(err, ErrUnauthenticated) {
 				t.Fatalf("want tampered (a stanza or a MAC failed), got unauthenticated: %v", err)
 			}
+			if !strings.Contains(err.Error(), fmt.Sprintf("%q", v.name)) {
+				t.Errorf("error %q does not name the object", err)
+			}
 		})
 	}
 }
 
-// generateVectors writes testdata/vectors from the keys in testdata/keys.
+// The store ids of the v2 vectors.
+var (
+	vectorStoreA = mustStoreID("c41a5e8f0b7d4e2a9f3c6b1d8e0a7f52")
+	vectorStoreB = mustStoreID("7b3f9d2c1e8a4f6b0d5c9e3a2f1b8d47")
+)
+
+func mustStoreID(s string) StoreID {
+	id, err := ParseStoreID(s)
+	if err != nil {
+		panic(err)
+	}
+	return id
+}
+
+// generateVectors writes testdata/vectors/v2_* from the keys in
+// testdata/keys.
 func generateVectors(t *testing.T) {
 	keys := func(file string) *age.X25519Identity {
 		ids, err := LoadIdentityFile(filepath.Join("testdata/keys", file))
@@ -187,24 +270,35 @@ func generateVectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pass, err := NewPassphraseIdentity("vector passphrase", 10)
+	pass, err := NewPassphraseIdentity("vector passphrase", MinWorkFactor)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	env := func(ids []age.Identity, rs ...age.Recipient) *Envelope { return mustNew(t, ids, rs) }
-	aliceOnly := env([]age.Identity{alice})
-	bound := env([]age.Identity{alice}, recovery.Recipient())
+	storeA := &Options{StoreID: vectorStoreA}
+	env := func(ids []age.Identity, o *Options, rs ...age.Recipient) *Envelope { return mustNew(t, ids, rs, o) }
+	aliceOnly := env([]age.Identity{alice}, storeA)
+	bound := env([]age.Identity{alice}, storeA, recovery.Recipient())
 	pt := []byte(`{"token":"s3cr3t","counter":7}`)
 	const name = "apps/one/state.json"
 	base := mustSeal(t, aliceOnly, name, pt)
 	boundObj := mustSeal(t, bound, name, pt)
-
-	if err := os.RemoveAll("testdata/vectors"); err != nil {
+	twoWriters := mustSeal(t, env([]age.Identity{alice, bob}, storeA), name, pt)
+	unbound := mustSeal(t, env([]age.Identity{alice}, nil), name, pt)
+	v1, err := os.ReadFile("testdata/vectors/v1_x25519")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll("testdata/vectors", 0o755); err != nil {
+	v1 = v1[bytes.Index(v1, []byte("\n\n"))+2:]
+
+	old, err := filepath.Glob("testdata/vectors/v2_*")
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range old {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	type hdr = []string
 	write := func(file string, h hdr, payload []byte, object []byte) {
@@ -218,77 +312,113 @@ func generateVectors(t *testing.T) {
 		}
 		b.WriteString("\n")
 		b.Write(object)
-		if err := os.WriteFile(filepath.Join("testdata/vectors", file), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("testdata/vectors", "v2_"+file), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	as := func(id fmt.Stringer) string { return "identity: " + id.String() }
+	inA := "store-id: " + vectorStoreA.String()
+	inB := "store-id: " + vectorStoreB.String()
 	flip := func(obj []byte, off int) []byte {
 		b := bytes.Clone(obj)
 		b[off] ^= 0x01
 		return b
 	}
-	nameLen := len(name)
-	stanzaOff := fixedLen + nameLen
+	stanzaOff := fixedLenV2 + len(name)
 	macOff := stanzaOff + stanzaLen
 	ageOff := macOff + macLen
+	ok := []string{"expect: success", "format: 2"}
+	succ := func(h ...string) hdr { return append(slices.Clone(ok), h...) }
 
-	write("x25519", hdr{"expect: success", "name: " + name, as(alice), "comment: one X25519 writer"}, pt, base)
-	write("x25519_empty", hdr{"expect: success", "name: e", as(alice), "comment: empty plaintext"}, []byte{}, mustSeal(t, aliceOnly, "e", nil))
+	// Success, per identity type and shape.
+	write("x25519", succ("name: "+name, inA, as(alice), "authenticated: yes", "same-recipients: yes", "comment: one X25519 writer, store A"), pt, base)
+	write("x25519_empty", succ("name: e", inA, as(alice), "comment: empty plaintext"), []byte{}, mustSeal(t, aliceOnly, "e", nil))
 	big := bytes.Repeat([]byte("0123456789abcdef"), (chunkSize+17)/16)
-	write("x25519_two_chunks", hdr{"expect: success", "name: big", as(alice), "comment: plaintext of 64 KiB + 16 bytes: two STREAM chunks"}, big, mustSeal(t, aliceOnly, "big", big))
-	write("rotation_second_identity", hdr{"expect: success", "name: " + name, as(bob), "comment: sealed by alice+bob (two key stanzas), opened by bob"}, pt,
-		mustSeal(t, env([]age.Identity{alice, bob}), name, pt))
-	write("content_bound", hdr{"expect: success", "name: " + name, as(alice), "comment: alice + a recovery recipient: flags bit 0, stanzas bind SHA-256 of the age file"}, pt, boundObj)
-	write("hybrid", hdr{"expect: success", "name: pq", as(hybrid), "comment: post-quantum hybrid identity"}, pt, mustSeal(t, env([]age.Identity{hybrid}), "pq", pt))
-	write("ssh_ed25519", hdr{"expect: success", "name: ssh", "identity-file: keys/ssh_ed25519", "comment: SSH ed25519 identity"}, pt, mustSeal(t, env(sshIDs), "ssh", pt))
-	write("passphrase", hdr{"expect: success", "name: pw", "passphrase: vector passphrase", "work-factor: 10", "comment: scrypt passphrase"}, pt, mustSeal(t, env([]age.Identity{pass}), "pw", pt))
-	write("recovery_only", hdr{"expect: unauthenticated", "name: " + name, as(recovery), "comment: the recovery key decrypts but cannot authenticate"}, nil, boundObj)
-	write("recovery_only_allowed", hdr{"expect: success", "name: " + name, as(recovery), "option: allow-unauthenticated", "comment: emergency opt-in"}, pt, boundObj)
-	write("wrong_identity", hdr{"expect: no identity", "name: " + name, as(bob), "comment: sealed to alice only"}, nil, base)
-	write("name_mismatch", hdr{"expect: name mismatch", "name: apps/two/state.json", as(alice), "comment: genuine object opened under another name"}, nil, base)
-	write("empty", hdr{"expect: truncated", "name: " + name, as(alice)}, nil, nil)
-	write("truncated_header", hdr{"expect: truncated", "name: " + name, as(alice), "comment: cut inside the key stanzas"}, nil, base[:stanzaOff+10])
-	write("truncated_payload", hdr{"expect: truncated", "name: " + name, as(alice), "comment: last byte missing"}, nil, base[:len(base)-1])
-	write("trailing_byte", hdr{"expect: tampered", "name: " + name, as(alice), "comment: one byte after the declared end"}, nil, append(bytes.Clone(base), 0))
-	write("bare_age", hdr{"expect: not envelope", "name: " + name, as(alice), "comment: the age part alone"}, nil, base[ageOff:])
-	write("bad_magic", hdr{"expect: not envelope", "name: " + name, as(alice)}, nil, flip(base, 0))
-	v2 := bytes.Clone(base)
-	v2[offVersion] = 2
-	write("version_2", hdr{"expect: not envelope", "name: " + name, as(alice), "comment: unknown format version"}, nil, v2)
-	write("unknown_flag", hdr{"expect: not envelope", "name: " + name, as(alice), "comment: flags bit 1"}, nil, func() []byte { b := bytes.Clone(base); b[offFlags] |= 2; return b }())
-	write("flag_cleared", hdr{"expect: tampered", "name: " + name, as(alice), "comment: content-bound flag cleared"}, nil, func() []byte { b := bytes.Clone(boundObj); b[offFlags] = 0; return b }())
-	write("too_many_stanzas", hdr{"expect: tampered", "name: " + name, as(alice), "comment: n = 17"}, nil, func() []byte { b := bytes.Clone(base); b[offCount] = 17; return b }())
+	write("x25519_two_chunks", succ("name: big", inA, as(alice), "comment: plaintext of 64 KiB + 16 bytes: two STREAM chunks"), big, mustSeal(t, aliceOnly, "big", big))
+	write("hybrid", succ("name: pq", inA, as(hybrid), "comment: post-quantum hybrid identity"), pt, mustSeal(t, env([]age.Identity{hybrid}, storeA), "pq", pt))
+	write("ssh_ed25519", succ("name: ssh", inA, "identity-file: keys/ssh_ed25519", "comment: SSH ed25519 identity"), pt, mustSeal(t, env(sshIDs, storeA), "ssh", pt))
+	write("passphrase", succ("name: pw", inA, "passphrase: vector passphrase", fmt.Sprintf("work-factor: %d", MinWorkFactor), "comment: scrypt passphrase; the authentication key is salted with the store id"), pt, mustSeal(t, env([]age.Identity{pass}, storeA), "pw", pt))
+	write("two_writers_opened_by_one", succ("name: "+name, inA, as(bob), "comment: sealed by alice+bob: two key stanzas, so content-bound; opened by bob alone"), pt, twoWriters)
+	write("content_bound", succ("name: "+name, inA, as(alice), "same-recipients: no", "comment: alice + a recovery recipient, content-bound; this envelope seals to alice alone"), pt, boundObj)
+	write("same_recipients_exact", succ("name: "+name, inA, as(alice), "option: exact-recipients", "recipient: "+alice.Recipient().String(), "recipient: "+recovery.Recipient().String(), "same-recipients: yes", "comment: opened by an envelope whose exact set is the object's"), pt, boundObj)
+	write("recovery_identity", succ("name: "+name, inA, "recovery-identity: "+recovery.String(), "authenticated: no", "comment: the recovery key given as a recovery identity reads it, unauthenticated"), pt, boundObj)
+	write("recovery_as_writer", hdr{"expect: unauthenticated", "name: " + name, inA, as(recovery), "comment: the recovery key as a writer identity: it decrypts but authenticates nothing"}, nil, boundObj)
+	write("wrong_identity", hdr{"expect: no identity", "name: " + name, inA, as(bob), "comment: sealed to alice only"}, nil, base)
+
+	// Store binding.
+	write("foreign_store", hdr{"expect: foreign store", "name: " + name, inB, as(alice), "comment: an object of store A opened in store B"}, nil, base)
+	write("foreign_store_wrong_key", hdr{"expect: foreign store", "name: " + name, inB, as(bob), "comment: an object of store A opened in store B with a key it was not sealed to: still foreign store"}, nil, base)
+	write("bound_object_unbound_envelope", hdr{"expect: foreign store", "name: " + name, as(alice), "comment: an object of store A opened by an unbound envelope"}, nil, base)
+	write("unbound_object", succ("name: "+name, as(alice), "comment: sealed and opened by unbound envelopes"), pt, unbound)
+	write("unbound_object_in_store", hdr{"expect: legacy format", "name: " + name, inA, as(alice), "comment: an object sealed by an unbound envelope, in store A"}, nil, unbound)
+	write("unbound_object_in_store_accepted", succ("name: "+name, inA, as(alice), "option: accept-legacy", "comment: the same, accepted as legacy"), pt, unbound)
+	write("store_refuses_v1", hdr{"expect: legacy format", "name: " + name, inA, as(alice), "comment: a v1 object in store A"}, nil, v1)
+	write("store_accepts_v1", hdr{"expect: success", "format: 1", "name: " + name, inA, as(alice), "option: accept-legacy", "same-recipients: no", "comment: a v1 object in store A, accepted as legacy"}, pt, v1)
+	storeFlipped := flip(base, offStoreID)
+	flippedID, _ := PeekHeader(name, storeFlipped)
+	write("tampered_store_id", hdr{"expect: tampered", "name: " + name, "store-id: " + flippedID.StoreID.String(), as(alice), "comment: store A's object with its store id changed, opened in the store it now names"}, nil, storeFlipped)
+	write("tampered_store_id_seen_as_foreign", hdr{"expect: foreign store", "name: " + name, inA, as(alice), "comment: the same, opened in store A"}, nil, storeFlipped)
+	write("tampered_recipients_digest", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a byte of the recipients digest changed"}, nil, flip(base, offRecipients))
+
+	// Name binding, truncation, layout.
+	write("name_mismatch", hdr{"expect: name mismatch", "name: apps/two/state.json", inA, as(alice), "comment: genuine object copied to another name"}, nil, base)
+	write("empty", hdr{"expect: truncated", "name: " + name, inA, as(alice)}, nil, nil)
+	write("truncated_fixed_header", hdr{"expect: truncated", "name: " + name, inA, as(alice), "comment: cut inside the store id (a v1 header would be complete here)"}, nil, base[:offStoreID+4])
+	write("truncated_stanzas", hdr{"expect: truncated", "name: " + name, inA, as(alice), "comment: cut inside the key stanzas"}, nil, base[:stanzaOff+10])
+	write("truncated_payload", hdr{"expect: truncated", "name: " + name, inA, as(alice), "comment: last byte missing"}, nil, base[:len(base)-1])
 	longer := bytes.Clone(base)
 	binary.BigEndian.PutUint64(longer[offTotal:], uint64(len(base)+1))
-	write("length_says_longer", hdr{"expect: truncated", "name: " + name, as(alice), "comment: T = actual length + 1"}, nil, longer)
-	write("flipped_salt", hdr{"expect: tampered", "name: " + name, as(alice)}, nil, flip(base, offSalt))
-	write("flipped_name", hdr{"expect: tampered", "name: " + name, as(alice), "comment: a name byte changed, opened as the original name"}, nil, flip(base, fixedLen))
-	write("flipped_key_id", hdr{"expect: unauthenticated", "name: " + name, as(alice), "comment: no stanza for alice any more; age still decrypts"}, nil, flip(base, stanzaOff))
-	write("flipped_wrapped_key", hdr{"expect: tampered", "name: " + name, as(alice)}, nil, flip(base, stanzaOff+kidLen))
-	write("flipped_header_mac", hdr{"expect: tampered", "name: " + name, as(alice)}, nil, flip(base, macOff))
-	write("flipped_age_stanza", hdr{"expect: tampered", "name: " + name, as(alice), "comment: a byte of the age X25519 stanza"}, nil, flip(base, ageOff+len(ageIntro)+5))
-	write("flipped_payload", hdr{"expect: tampered", "name: " + name, as(alice)}, nil, flip(base, len(base)-1))
-	write("forged_public_recipient", hdr{"expect: unauthenticated", "name: " + name, as(alice), "comment: valid format and age file for alice's recipient, no stanza for alice"}, nil,
-		forge(t, name, alice.Recipient(), []byte("forged"), nil))
-	write("forged_copied_key_id", hdr{"expect: tampered", "name: " + name, as(alice), "comment: alice's key id with a forged wrapped key"}, nil,
-		forge(t, name, alice.Recipient(), []byte("forged"), [][]byte{append(bytes.Clone(base[stanzaOff:stanzaOff+kidLen]), make([]byte, wrappedLen)...)}))
-	write("rewritten_by_recovery_holder", hdr{"expect: tampered", "name: " + name, as(alice), "comment: content-bound object whose payload the recovery key holder re-encrypted with the file key"}, nil,
-		rewritePayload(t, boundObj, fileKeyOf(t, boundObj, recovery), bytes.Repeat([]byte("X"), len(pt))))
-}
+	write("length_says_longer", hdr{"expect: truncated", "name: " + name, inA, as(alice), "comment: T = actual length + 1"}, nil, longer)
+	write("trailing_byte", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: one byte after the declared end"}, nil, append(bytes.Clone(base), 0))
+	write("bare_age", hdr{"expect: not envelope", "name: " + name, inA, as(alice), "comment: the age part alone"}, nil, base[ageOff:])
+	write("bad_magic", hdr{"expect: not envelope", "name: " + name, inA, as(alice)}, nil, flip(base, 0))
+	write("unknown_flag", hdr{"expect: not envelope", "name: " + name, inA, as(alice), "comment: flags bit 1"}, nil, func() []byte { b := bytes.Clone(base); b[offFlags] |= 2; return b }())
+	write("too_many_stanzas", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: n = 17"}, nil, func() []byte { b := bytes.Clone(base); b[offCount] = 17; return b }())
 
-// TestDerivation_KnownAnswers pins the key derivations of ADR 0003 with the
-// values a second implementation can check step by step (alice's key and
-// the x25519 vector).
-func TestDerivation_KnownAnswers(t *testing.T) {
-	ids, err := LoadIdentityFile("testdata/keys/alice.txt")
+	// Damage and forgeries.
+	write("flag_cleared", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: content-bound flag cleared"}, nil, func() []byte { b := bytes.Clone(boundObj); b[offFlags] = 0; return b }())
+	write("flag_set", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: content-bound flag set on an object that did not bind its content"}, nil, func() []byte { b := bytes.Clone(base); b[offFlags] = flagContent; return b }())
+	write("flipped_salt", hdr{"expect: tampered", "name: " + name, inA, as(alice)}, nil, flip(base, offSalt))
+	write("flipped_name", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a name byte changed, opened as the original name"}, nil, flip(base, fixedLenV2))
+	write("flipped_key_id", hdr{"expect: unauthenticated", "name: " + name, inA, as(alice), "comment: no stanza for alice any more; age still decrypts"}, nil, flip(base, stanzaOff))
+	write("flipped_wrapped_key", hdr{"expect: tampered", "name: " + name, inA, as(alice)}, nil, flip(base, stanzaOff+kidLen))
+	write("flipped_header_mac", hdr{"expect: tampered", "name: " + name, inA, as(alice)}, nil, flip(base, macOff))
+	write("flipped_age_stanza", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a byte of the age X25519 stanza"}, nil, flip(base, ageOff+len(ageIntro)+5))
+	write("flipped_payload", hdr{"expect: tampered", "name: " + name, inA, as(alice)}, nil, flip(base, len(base)-1))
+	write("forged_public_recipient", hdr{"expect: unauthenticated", "name: " + name, inA, as(alice), "comment: valid format and age file for alice's recipient, no stanza for alice"}, nil,
+		forgeAs(t, FormatV2, vectorStoreA, name, alice.Recipient(), []byte("forged"), nil))
+	write("forged_public_recipient_with_recovery", hdr{"expect: unauthenticated", "name: " + name, inA, as(alice), "recovery-identity: " + recovery.String(), "comment: the same forgery, with a recovery identity configured: a writer's key never opens an unauthenticated object"}, nil,
+		forgeAs(t, FormatV2, vectorStoreA, name, alice.Recipient(), []byte("forged"), nil))
+	write("forged_copied_key_id", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: alice's key id with a forged wrapped key"}, nil,
+		forgeAs(t, FormatV2, vectorStoreA, name, alice.Recipient(), []byte("forged"), [][]byte{append(bytes.Clone(base[stanzaOff:stanzaOff+kidLen]), make([]byte, wrappedLen)...)}))
+	write("rewritten_by_recovery_holder", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: content-bound object whose payload the recovery key holder re-encrypted with the file key"}, nil,
+		rewritePayload(t, boundObj, fileKeyOf(t, boundObj, recovery), bytes.Repeat([]byte("X"), len(pt))))
+	write("rewritten_by_other_writer", hdr{"expect: tampered", "name: " + name, inA, as(bob), "comment: sealed by alice+bob; alice re-encrypted the payload; bob alone opens it (issue #14, finding 1)"}, nil,
+		rewritePayload(t, twoWriters, fileKeyOf(t, twoWriters, alice), bytes.Repeat([]byte("X"), len(pt))))
+
+	// Crafted by a writer (alice): what our Seal never writes.
+	aliceKey := authKeyOf(t, alice, vectorStoreA)
+	hdrBase, err := parseHeader(name, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, ok := deriveAuthKey(ids[0])
-	if !ok {
-		t.Fatal("alice's key cannot authenticate")
+	boundHdr, err := parseHeader(name, boundObj)
+	if err != nil {
+		t.Fatal(err)
 	}
+	write("unbound_with_two_age_stanzas", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: not content-bound although its age file has two recipient stanzas (alice's and the recovery key's), whose holders both learn the file key"}, nil,
+		resealV2Flags(t, name, vectorStoreA, boundHdr.recipients, aliceKey, fileKeyOf(t, boundObj, alice), boundHdr.age, false))
+	fk := fileKeyOf(t, base, alice)
+	write("age_header_stock_age_rejects", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: an extra age stanza whose body line is not base64: stock age refuses the header, so Open does too"}, nil,
+		resealV2(t, name, vectorStoreA, hdrBase.recipients, aliceKey, fk, insertAgeStanza(t, hdrBase.age, fk, "-> junk\n!!!!\n")))
+}
+
+// TestDerivation_KnownAnswers pins the key derivations of ADR 0003 with the
+// values a second implementation can check step by step (alice's key, the
+// v1_x25519 and v2_x25519 vectors, and the passphrase's per-store key).
+func TestDerivation_KnownAnswers(t *testing.T) {
+	alice := loadKey(t, "alice.txt")
+	k := authKeyOf(t, alice, StoreID{})
 	check := func(what string, got []byte, want string) {
 		t.Helper()
 		if hex.EncodeToString(got) != want {
@@ -298,19 +428,46 @@ func TestDerivation_KnownAnswers(t *testing.T) {
 	check("authentication key", k.key, "7ba0c7be6bee07d93d8296b7053b6544e3c42a84c068b511eb2894ebcc8f7646")
 	check("key id", k.kid, "52d20b8717186cf2")
 
-	v := parseVector(t, "testdata/vectors/x25519")
-	hdr, err := parseHeader(v.name, v.object)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		file                     string
+		version                  int
+		salt, wrap, fileKey, rcp string
+		h, total                 int
+	}{
+		{"v1_x25519", FormatV1, "abd0124574cbd72df204dabe67a3a947", "ade7eaa038782f78bec595b564b8b73a789b3b3a96beed645cd73400ea61c2de", "0a38188e9023792e7d7b27a918d1bc36", "", 127, 357},
+		{"v2_x25519", FormatV2, "2d305d886c141203f4a889709b9053f7", "e038a6f61011608086052cfd186b42ed7c1adf59909c040b814ed996c7b143be", "70b0ef0ccb59f4e1063e557315ef9318", "d0bba3392538432d6d2549700dff83d753db6d4360b0b5ab069e92a99dd0789b", 175, 405},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			v := parseVector(t, "testdata/vectors/"+c.file)
+			hdr, err := parseHeader(v.name, v.object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("salt", hdr.salt, c.salt)
+			check("wrap key", wrapKey(c.version, k.key, hdr.salt), c.wrap)
+			fk, found, err := unwrapStanza(v.name, hdr, []authKey{k}, nil)
+			if err != nil || !found {
+				t.Fatalf("unwrap: found=%v, %v", found, err)
+			}
+			check("file key", fk, c.fileKey)
+			if c.version == FormatV2 {
+				check("recipients digest", hdr.recipients[:], c.rcp)
+				if d := recipientsDigest([]string{alice.Recipient().String()}); !bytes.Equal(d[:], hdr.recipients[:]) {
+					t.Errorf("recipients digest of {alice} = %x, the vector carries %x", d, hdr.recipients)
+				}
+				if hdr.storeID != vectorStoreA {
+					t.Errorf("store id %s, want %s", hdr.storeID, vectorStoreA)
+				}
+			}
+			if h := len(v.object) - len(hdr.age); h != c.h || (c.total != 0 && int(hdr.total) != c.total) {
+				t.Errorf("H = %d, T = %d; want %d, %d", h, hdr.total, c.h, c.total)
+			}
+		})
 	}
-	check("salt", hdr.salt, "abd0124574cbd72df204dabe67a3a947")
-	check("wrap key", wrapKey(k.key, hdr.salt), "ade7eaa038782f78bec595b564b8b73a789b3b3a96beed645cd73400ea61c2de")
-	fk, found, err := (&Envelope{keys: []authKey{k}}).unwrapStanza(v.name, hdr, nil)
-	if err != nil || !found {
-		t.Fatalf("unwrap: found=%v, %v", found, err)
-	}
-	check("file key", fk, "0a38188e9023792e7d7b27a918d1bc36")
-	if h := len(v.object) - len(hdr.age); h != 127 || hdr.total != 357 {
-		t.Errorf("H = %d, T = %d; want 127, 357", h, hdr.total)
-	}
+
+	// A passphrase's authentication key is salted with the store id.
+	pass := newTestPassphrase(t, "vector passphrase", 10)
+	check("passphrase key, store A", authKeyOf(t, pass, vectorStoreA).kid, "67b6db2b635ede1e")
+	check("passphrase key, store B", authKeyOf(t, pass, vectorStoreB).kid, "cc4e05d160787c77")
+	check("passphrase key, v1 salt", deriveAuthKey("scrypt", pass.legacySecret(10)).kid, "0ea5a7d4fd72bf87")
 }

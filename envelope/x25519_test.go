@@ -7,91 +7,94 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"filippo.io/age"
 )
 
-func hex32(t testing.TB, s string) *[32]byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 32 {
-		t.Fatalf("bad test hex %q", s)
+// bech32Encode is the encoder matching bech32Decode (BIP 173, no length
+// limit), for building age keys from raw bytes in tests.
+func bech32Encode(hrp string, data []byte) string {
+	var vals []byte
+	acc, bits := uint(0), uint(0)
+	for _, b := range data {
+		acc = acc<<8 | uint(b)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			vals = append(vals, byte(acc>>bits)&31)
+		}
 	}
-	return (*[32]byte)(b)
+	if bits > 0 {
+		vals = append(vals, byte(acc<<(5-bits))&31)
+	}
+	lower := strings.ToLower(hrp)
+	chk := bech32Polymod(lower, append(slices.Clone(vals), 0, 0, 0, 0, 0, 0)) ^ 1
+	for i := range 6 {
+		vals = append(vals, byte(chk>>(5*(5-i)))&31)
+	}
+	var sb strings.Builder
+	sb.WriteString(lower + "1")
+	for _, v := range vals {
+		sb.WriteByte(bech32Charset[v])
+	}
+	if hrp != lower {
+		return strings.ToUpper(sb.String())
+	}
+	return sb.String()
 }
 
-// The vectors of RFC 7748, sections 5.2 and 6.1.
-func TestX25519_RFC7748Vectors(t *testing.T) {
-	for _, v := range []struct{ k, u, out string }{
-		{"a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4", "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c", "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"},
-		{"4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d", "e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493", "95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957"},
-		// Diffie-Hellman: Alice's secret with Bob's public key.
-		{"77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a", "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f", "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"},
-	} {
-		got, err := x25519(hex32(t, v.k), hex32(t, v.u))
-		if err != nil || hex.EncodeToString(got[:]) != v.out {
-			t.Errorf("X25519(%s…, %s…) = %x, %v; want %s", v.k[:8], v.u[:8], got, err, v.out)
-		}
-	}
-	for _, v := range []struct{ k, pub string }{
-		{"77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a", "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"},
-		{"5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb", "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"},
-	} {
-		if got := x25519Base(hex32(t, v.k)); hex.EncodeToString(got[:]) != v.pub {
-			t.Errorf("X25519(%s…, 9) = %x, want %s", v.k[:8], got, v.pub)
-		}
-	}
-	// The iterated vector: k = u = 9, then k, u = X25519(k, u), k.
-	k, u := [32]byte{9}, [32]byte{9}
-	for i := 1; i <= 1000; i++ {
-		out, err := x25519(&k, &u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u, k = k, out
-		switch i {
-		case 1:
-			if hex.EncodeToString(k[:]) != "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079" {
-				t.Fatalf("after one iteration: %x", k)
-			}
-		case 1000:
-			if hex.EncodeToString(k[:]) != "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51" {
-				t.Fatalf("after 1,000 iterations: %x", k)
-			}
-		}
-	}
-}
-
-// checkAgainstECDH compares x25519 and x25519Base with crypto/ecdh for one
-// scalar and one point (any 32 bytes: off-curve, non-canonical and
-// low-order points included).
-func checkAgainstECDH(t *testing.T, k, u *[32]byte) {
+// checkStanzaAgainstAge seals a file key to the recipient whose X25519
+// secret is secret, and to the point u (any 32 bytes), with the fast
+// recipient and with age's own: the recipient decodes to the public key
+// crypto/ecdh computes, age's identity unwraps our stanza, and for u both
+// recipients succeed or both refuse (the low-order points).
+func checkStanzaAgainstAge(t *testing.T, secret, u []byte) {
 	t.Helper()
-	priv, err := ecdh.X25519().NewPrivateKey(k[:])
+	id, err := age.ParseX25519Identity(bech32Encode("AGE-SECRET-KEY-", secret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := x25519Base(k); !bytes.Equal(got[:], priv.PublicKey().Bytes()) {
-		t.Fatalf("X25519(%x, 9) = %x, crypto/ecdh says %x", k, got, priv.PublicKey().Bytes())
-	}
-	pub, err := ecdh.X25519().NewPublicKey(u[:])
+	priv, err := ecdh.X25519().NewPrivateKey(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, wantErr := priv.ECDH(pub)
-	got, err := x25519(k, u)
-	if (err != nil) != (wantErr != nil) || (err == nil && !bytes.Equal(got[:], want)) {
-		t.Fatalf("X25519(%x, %x) = %x, %v; crypto/ecdh says %x, %v", k, u, got, err, want, wantErr)
+	r, ok := fastRecipient(id.Recipient()).(*x25519Recipient)
+	if !ok {
+		t.Fatalf("fastRecipient(%s) is not the fast recipient", id.Recipient())
 	}
-	if err != nil && !errors.Is(err, errLowOrderPoint) {
-		t.Fatalf("X25519(%x, %x): %v, want errLowOrderPoint", k, u, err)
+	if !bytes.Equal(r.pub.Bytes(), priv.PublicKey().Bytes()) {
+		t.Fatalf("recipient %s decodes to %x, crypto/ecdh says the public key is %x", r, r.pub.Bytes(), priv.PublicKey().Bytes())
+	}
+	fileKey := make([]byte, 16)
+	rand.Read(fileKey)
+	st, err := r.Wrap(fileKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := id.Unwrap(st); err != nil || !bytes.Equal(got, fileKey) {
+		t.Fatalf("age unwraps our stanza to %x, %v; want %x", got, err, fileKey)
+	}
+
+	stockU, err := age.ParseX25519Recipient(bech32Encode("age", u))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fastU := fastRecipient(stockU)
+	if _, ok := fastU.(*x25519Recipient); !ok {
+		t.Fatalf("fastRecipient(%x) is not the fast recipient", u)
+	}
+	_, errStock := stockU.Wrap(fileKey)
+	_, errFast := fastU.Wrap(fileKey)
+	if (errStock == nil) != (errFast == nil) {
+		t.Fatalf("wrapping to %x: age says %v, we say %v", u, errStock, errFast)
 	}
 }
 
-func TestX25519_AgreesWithCryptoECDH(t *testing.T) {
-	var k, u [32]byte
+func TestX25519Recipient_AgreesWithAge(t *testing.T) {
+	secret, u := make([]byte, 32), make([]byte, 32)
 	// Low-order and edge points: 0, 1, p-1, p, p+1, 2^255-1, and two of
 	// order 8; each twice, with the top bit set (which must be ignored).
 	edges := []string{
@@ -106,33 +109,30 @@ func TestX25519_AgreesWithCryptoECDH(t *testing.T) {
 	}
 	for _, e := range edges {
 		for _, top := range []byte{0, 0x80} {
-			rand.Read(k[:])
-			u = *hex32(t, e)
-			u[31] |= top
-			checkAgainstECDH(t, &k, &u)
+			rand.Read(secret)
+			b, err := hex.DecodeString(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[31] |= top
+			checkStanzaAgainstAge(t, secret, b)
 		}
 	}
-	for range 300 {
-		rand.Read(k[:])
-		rand.Read(u[:])
-		checkAgainstECDH(t, &k, &u) // mostly off-curve (twist) points
-		other, err := ecdh.X25519().GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		copy(u[:], other.PublicKey().Bytes())
-		checkAgainstECDH(t, &k, &u) // on-curve, as from a real recipient
+	for range 100 {
+		rand.Read(secret)
+		rand.Read(u)
+		checkStanzaAgainstAge(t, secret, u) // mostly off-curve (twist) points
 	}
 }
 
-func FuzzX25519(f *testing.F) {
+func FuzzX25519Stanza(f *testing.F) {
 	f.Add(make([]byte, 32), make([]byte, 32))
 	f.Add(bytes.Repeat([]byte{0xff}, 32), append([]byte{9}, make([]byte, 31)...))
-	f.Fuzz(func(t *testing.T, k, u []byte) {
-		if len(k) != 32 || len(u) != 32 {
+	f.Fuzz(func(t *testing.T, secret, u []byte) {
+		if len(secret) != 32 || len(u) != 32 {
 			return
 		}
-		checkAgainstECDH(t, (*[32]byte)(k), (*[32]byte)(u))
+		checkStanzaAgainstAge(t, secret, u)
 	})
 }
 
@@ -190,9 +190,16 @@ func TestX25519Recipient_InteropWithAge(t *testing.T) {
 }
 
 func TestX25519Recipient_LowOrderPointRefused(t *testing.T) {
-	r := &x25519Recipient{} // u = 0
-	if _, err := r.Wrap(make([]byte, 16)); !errors.Is(err, errLowOrderPoint) {
-		t.Fatalf("Wrap to u=0 = %v, want errLowOrderPoint", err)
+	stock, err := age.ParseX25519Recipient(bech32Encode("age", make([]byte, 32))) // u = 0
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := fastRecipient(stock).(*x25519Recipient)
+	if !ok {
+		t.Fatal("u = 0 did not get the fast recipient")
+	}
+	if _, err := r.Wrap(make([]byte, 16)); err == nil || !strings.Contains(err.Error(), "x25519") {
+		t.Fatalf("Wrap to u=0 = %v, want an x25519 error (an all-zero shared secret)", err)
 	}
 }
 
@@ -220,8 +227,15 @@ func TestBech32Decode(t *testing.T) {
 	if err != nil || len(pub) != 32 {
 		t.Fatalf("decoding the recipient: %d bytes, %v", len(pub), err)
 	}
-	if want := x25519Base((*[32]byte)(secret)); !bytes.Equal(pub, want[:]) {
+	priv, err := ecdh.X25519().NewPrivateKey(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := priv.PublicKey().Bytes(); !bytes.Equal(pub, want) {
 		t.Fatalf("recipient %x is not the identity's public key %x", pub, want)
+	}
+	if got := bech32Encode("age", pub); got != id.Recipient().String() {
+		t.Fatalf("bech32Encode(recipient) = %s, want %s", got, id.Recipient())
 	}
 	s := id.Recipient().String()
 	flip := func(c byte) byte {

@@ -36,7 +36,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			env, err := envelope.New([]age.Identity{id}, nil)
+			env, err := envelope.New([]age.Identity{id}, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -113,7 +113,7 @@ func openStore(ctx context.Context, rawURL, identityFile string, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	env, err := envelope.New(ids, nil)
+	env, err := envelope.New(ids, nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func envelopeStore(t *testing.T, f *fault.Backend) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.New([]age.Identity{id}, nil)
+	env, err := envelope.New([]age.Identity{id}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 func ExampleAcquire() {
 	ctx := context.Background()
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil)
+	env, _ := envelope.New([]age.Identity{id}, nil, nil)
 	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
 	quiet := slog.New(slog.DiscardHandler)
 
@@ -60,7 +60,7 @@ func ExampleAcquire() {
 func ExampleInspect() {
 	ctx := context.Background()
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil)
+	env, _ := envelope.New([]age.Identity{id}, nil, nil)
 	st, _ := store.Open(mem.New(mem.Options{NoConditionalWrites: true}), env, store.Options{})
 
 	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})

@@ -84,7 +84,7 @@ func measureHTTP(t *testing.T, srv *testutil.S3Server, wantAcquire, wantBeat, wa
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.New([]age.Identity{id}, nil)
+	env, err := envelope.New([]age.Identity{id}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

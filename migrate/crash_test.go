@@ -61,7 +61,7 @@ func openDirStore(dir string) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := envelope.New(ids, nil)
+	env, err := envelope.New(ids, nil, nil)
 	if err != nil {
 		return nil, err
 	}

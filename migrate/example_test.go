@@ -19,7 +19,7 @@ import (
 func ExampleRun() {
 	ctx := context.Background()
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil)
+	env, _ := envelope.New([]age.Identity{id}, nil, nil)
 	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
 
 	// Migrations run only while the instance lock is held.
@@ -69,7 +69,7 @@ func ExampleImportDir() {
 	_ = os.WriteFile(filepath.Join(legacy, "keys", "signing.key"), []byte("k3y"), 0o600)
 
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil)
+	env, _ := envelope.New([]age.Identity{id}, nil, nil)
 	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
 	lk, _ := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
 	defer lk.Release(ctx)

@@ -35,7 +35,7 @@ func newEnvelope(t testing.TB) *envelope.Envelope {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.New([]age.Identity{id}, nil)
+	env, err := envelope.New([]age.Identity{id}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

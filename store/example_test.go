@@ -23,7 +23,7 @@ func exampleEnvelope() *envelope.Envelope {
 	if err != nil {
 		log.Fatal(err)
 	}
-	env, err := envelope.New([]age.Identity{id}, nil)
+	env, err := envelope.New([]age.Identity{id}, nil, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

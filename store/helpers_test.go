@@ -26,7 +26,7 @@ func newSealer(t testing.TB) store.Sealer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.New([]age.Identity{id}, nil)
+	env, err := envelope.New([]age.Identity{id}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

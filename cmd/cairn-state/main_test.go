@@ -95,7 +95,7 @@ func holdLock(id string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err := envelope.New(ids, nil)
+	env, err := envelope.New(ids, nil, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -288,7 +288,7 @@ func (tg *target) store(t testing.TB, files ...string) *store.Store {
 		}
 		ids = append(ids, got...)
 	}
-	env, err := envelope.New(ids, nil)
+	env, err := envelope.New(ids, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

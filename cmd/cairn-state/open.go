@@ -64,14 +64,18 @@ func loadIdentityFile(path string) ([]age.Identity, error) {
 	return envelope.LoadIdentityFile(path) // its errors name the path
 }
 
-// envelopeOptions are the envelope options of this run: the logger, and the
-// emergency opt-in to unauthenticated objects when a command asked for it.
-func (a *app) envelopeOptions() []envelope.Option {
-	opts := []envelope.Option{envelope.WithLogger(a.logger)}
+// newEnvelope is the envelope of this run for identities and recipients:
+// legacy (v1) objects accepted, warnings to the run's logger. With the
+// emergency opt-in (--allow-unauthenticated) the identities are given as
+// recovery identities instead of writers: they then also read objects no
+// writer authenticates (each one logged), and the envelope cannot seal.
+func (a *app) newEnvelope(identities []age.Identity, recipients []age.Recipient) (*envelope.Envelope, error) {
+	o := &envelope.Options{AcceptLegacy: true, Logger: a.logger}
 	if a.allowUnauth {
-		opts = append(opts, envelope.AllowUnauthenticated())
+		o.Recovery = identities
+		return envelope.New(nil, recipients, o)
 	}
-	return opts
+	return envelope.New(identities, recipients, o)
 }
 
 // openBackend opens the backend named by --url and returns it with the root
@@ -102,7 +106,7 @@ func (a *app) openStore(ctx context.Context, needKey bool) (*store.Store, error)
 	}
 	var sealer store.Sealer = noKey{}
 	if len(k.identities) > 0 {
-		env, err := envelope.New(k.identities, k.recipients, a.envelopeOptions()...)
+		env, err := a.newEnvelope(k.identities, k.recipients)
 		if err != nil {
 			return nil, err
 		}

@@ -112,11 +112,11 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 		}
 		oldIDs = append(oldIDs, ids...)
 	}
-	sealEnv, err := envelope.New(k.identities, k.recipients, envelope.WithLogger(a.logger))
+	sealEnv, err := envelope.New(k.identities, k.recipients, &envelope.Options{Logger: a.logger})
 	if err != nil {
 		return err
 	}
-	openEnv, err := envelope.New(append(slices.Clone(k.identities), oldIDs...), nil, a.envelopeOptions()...)
+	openEnv, err := a.newEnvelope(append(slices.Clone(k.identities), oldIDs...), nil)
 	if err != nil {
 		return err
 	}

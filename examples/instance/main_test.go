@@ -171,7 +171,7 @@ func (w *world) store(t *testing.T) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.New(ids, nil)
+	env, err := envelope.New(ids, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
