@@ -14,4 +14,9 @@ var (
 	ErrUnsupported = errors.New("operation not supported by this backend")
 	// ErrInvalidKey means a key was refused before any storage was touched.
 	ErrInvalidKey = errors.New("invalid key")
+	// ErrPermission means the storage refused the operation to these
+	// credentials or this process — access denied, a read-only file
+	// system — so that retrying it cannot succeed. The underlying error
+	// stays reachable with errors.As.
+	ErrPermission = errors.New("permission denied")
 )
