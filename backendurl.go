@@ -55,6 +55,14 @@ func OpenBackend(ctx context.Context, rawURL string, logger *slog.Logger) (backe
 		if err != nil {
 			return nil, "", err
 		}
+		// s3.New no longer probes; until the lock resolves capabilities
+		// itself before it acquires (backend.ResolveCapabilities), resolve
+		// them here, as New used to. Remove this once it does, so that
+		// read-only commands write nothing.
+		if _, err := b.ResolveCapabilities(ctx); err != nil {
+			b.Close()
+			return nil, "", err
+		}
 		return b, root, nil
 	case strings.HasPrefix(rawURL, "file:"):
 		dir, err := filePath(rawURL)
