@@ -133,7 +133,9 @@ type Backend interface {
 	// returns that error. An empty prefix lists everything.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
 
-	// Capabilities reports what the backend can do.
+	// Capabilities reports what the backend can do; for a [Resolver],
+	// what is known so far (nothing beyond the plain operations until
+	// ResolveCapabilities has succeeded).
 	Capabilities() Capabilities
 
 	// Now returns the current time on the storage's clock.

@@ -93,6 +93,7 @@ func TestConformance_VersitygwConditionalOff(t *testing.T) {
 }
 
 func TestConformance_Garage(t *testing.T) {
+	t.Parallel() // mostly waits on Garage's round trips: overlap it
 	backendtest.Run(t, harness(garage.Start(t), s3.ConditionalAuto, nil))
 }
 

@@ -177,3 +177,47 @@ func TestStoppedEndpoint_ConnectionRefused_FailsFastNamingIt(t *testing.T) {
 		}
 	}
 }
+
+// A server that accepts and never reads: a large request body stops
+// flowing once the socket buffers are full, and the response timeout
+// gives it up then, not after the attempt timeout.
+func TestHungEndpoint_NeverReadsTheBody_GivenUpAfterTheResponseTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(held)
+				return
+			}
+			held <- c // never read
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		for c := range held {
+			c.Close()
+		}
+	})
+	b := fakeBackend(t, "http://"+l.Addr().String(), nil, func(o *s3.Options) {
+		o.ResponseTimeout = 500 * time.Millisecond
+		o.MaxAttempts = 1
+	})
+	start := time.Now()
+	_, err = b.Put(t.Context(), "big", make([]byte, 64<<20), backend.PutOptions{})
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("Put to a server that never reads succeeded")
+	}
+	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > 10*time.Second {
+		t.Errorf("Put took %v; the body stopped flowing long before", elapsed)
+	}
+	if !strings.Contains(err.Error(), "stopped taking the request") {
+		t.Errorf("error %q does not say the server stopped taking the request", err)
+	}
+}

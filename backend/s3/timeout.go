@@ -44,20 +44,20 @@ type timedClient struct {
 // Do sends req under the timeouts. On success the response body is
 // watched too: each read must make progress within the response timeout.
 func (c *timedClient) Do(req *http.Request) (*http.Response, error) {
-	parent := req.Context()
+	parent, host := req.Context(), req.URL.Host
 	ctx, cancel := context.WithCancelCause(parent)
-	w := &watchdog{cancel: cancel, host: req.URL.Host}
+	w := &watchdog{cancel: cancel, host: host}
 	attempt := time.AfterFunc(c.attemptTimeout, func() {
-		cancel(&timeoutError{host: req.URL.Host, step: "did not answer the request within", limit: c.attemptTimeout, name: "attempt timeout"})
+		cancel(&timeoutError{host: host, step: "did not answer the request within", limit: c.attemptTimeout, name: "attempt timeout"})
 	})
 	trace := &httptrace.ClientTrace{
-		GetConn: func(string) { w.arm("did not accept a connection within", c.connect, "connect timeout") },
+		GetConn: func(string) { w.arm(sending, "did not accept a connection within", c.connect, "connect timeout") },
 		GotConn: func(httptrace.GotConnInfo) { w.disarm() },
 		WroteHeaders: func() {
-			w.arm("stopped taking the request for", c.response, "response timeout")
+			w.arm(sending, "stopped taking the request for", c.response, "response timeout")
 		},
 		WroteRequest: func(httptrace.WroteRequestInfo) {
-			w.arm("sent no response headers within", c.response, "response timeout")
+			w.arm(sending, "sent no response headers within", c.response, "response timeout")
 		},
 		GotFirstResponseByte: w.disarm,
 	}
@@ -67,8 +67,8 @@ func (c *timedClient) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := c.next.Do(req)
 	attempt.Stop()
-	w.disarm()
 	if err != nil {
+		w.finish()
 		cause := context.Cause(ctx)
 		cancel(nil)
 		var te *timeoutError
@@ -77,39 +77,94 @@ func (c *timedClient) Do(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	w.receive()
 	resp.Body = &watchedBody{ReadCloser: resp.Body, w: w, ctx: ctx, limit: c.response}
 	return resp, nil
 }
 
+// The phases of an exchange, for the watchdog: the request's timers mean
+// nothing once the response has come (a request body can still be
+// finishing when an early answer arrives), and nothing is timed once the
+// exchange is over.
+const (
+	sending = iota
+	receiving
+	finished
+)
+
 // watchdog cancels an exchange when the step it is armed for takes longer
 // than its limit. Trace hooks and body reads arm and disarm it from the
-// transport's goroutines.
+// transport's goroutines; one timer serves every step (re-armed at each
+// read of a body, so it must not allocate).
 type watchdog struct {
 	cancel context.CancelCauseFunc
 	host   string
 
-	mu    sync.Mutex
-	timer *time.Timer
+	mu       sync.Mutex
+	phase    int
+	step     string
+	name     string
+	limit    time.Duration
+	deadline time.Time // zero when disarmed
+	timer    *time.Timer
 }
 
-func (w *watchdog) arm(step string, limit time.Duration, name string) {
+// arm (re)starts the timer for step, if the exchange is in phase.
+func (w *watchdog) arm(phase int, step string, limit time.Duration, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.timer != nil {
-		w.timer.Stop()
+	if w.phase != phase {
+		return
 	}
-	w.timer = time.AfterFunc(limit, func() {
-		w.cancel(&timeoutError{host: w.host, step: step, limit: limit, name: name})
-	})
+	w.step, w.limit, w.name = step, limit, name
+	w.deadline = time.Now().Add(limit)
+	if w.timer == nil {
+		w.timer = time.AfterFunc(limit, w.fire)
+	} else {
+		w.timer.Reset(limit)
+	}
+}
+
+// fire cancels the exchange if the step armed last is overdue; a firing
+// that lost a race with a re-arm or a disarm does nothing.
+func (w *watchdog) fire() {
+	w.mu.Lock()
+	if w.deadline.IsZero() || time.Now().Before(w.deadline) || w.phase == finished {
+		w.mu.Unlock()
+		return
+	}
+	err := &timeoutError{host: w.host, step: w.step, limit: w.limit, name: w.name}
+	w.mu.Unlock()
+	w.cancel(err)
 }
 
 func (w *watchdog) disarm() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stop()
+}
+
+func (w *watchdog) stop() {
+	w.deadline = time.Time{}
 	if w.timer != nil {
 		w.timer.Stop()
-		w.timer = nil
 	}
+}
+
+// receive moves the exchange to its response body.
+func (w *watchdog) receive() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stop()
+	w.phase = receiving
+}
+
+// finish ends the exchange: no timer runs afterwards.
+func (w *watchdog) finish() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stop()
+	w.phase = finished
 }
 
 // progressBody re-arms the watchdog at every read the transport makes of
@@ -123,7 +178,7 @@ type progressBody struct {
 
 func (b *progressBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	b.w.arm("stopped taking the request body for", b.limit, "response timeout")
+	b.w.arm(sending, "stopped taking the request body for", b.limit, "response timeout")
 	return n, err
 }
 
@@ -137,7 +192,7 @@ type watchedBody struct {
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
-	b.w.arm("stopped sending the response body for", b.limit, "response timeout")
+	b.w.arm(receiving, "stopped sending the response body for", b.limit, "response timeout")
 	n, err := b.ReadCloser.Read(p)
 	b.w.disarm()
 	if err != nil && err != io.EOF {
@@ -150,7 +205,7 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 }
 
 func (b *watchedBody) Close() error {
-	b.w.disarm()
+	b.w.finish()
 	err := b.ReadCloser.Close()
 	b.w.cancel(nil)
 	return err

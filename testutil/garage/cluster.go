@@ -320,6 +320,18 @@ func (c *Cluster) Endpoints() []string {
 	return urls
 }
 
+// NodeAt returns the node whose S3 endpoint is endpoint (as
+// s3.Backend.CurrentEndpoint reports it), or nil. A backend opened on the
+// cluster's URL starts on Nodes[0].
+func (c *Cluster) NodeAt(endpoint string) *Node {
+	for _, n := range c.Nodes {
+		if n.Endpoint == endpoint {
+			return n
+		}
+	}
+	return nil
+}
+
 // Running returns the nodes whose server runs (paused ones included).
 func (c *Cluster) Running() []*Node {
 	var nodes []*Node

@@ -1,8 +1,21 @@
 // Package garage starts a real Garage (Deuxfleurs' S3 store) for a test: a
-// throwaway single-node cluster on loopback with its layout applied and a
-// key that may create buckets. Garage accepts conditional-write headers
+// throwaway single node ([Start]) or a cluster of several nodes as Garage's
+// users run it ([StartCluster]: each node with its own ports and
+// directories, connected, one layout with three copies, and per-node Kill,
+// Stop, Pause, Resume and Restart), on loopback with the layout applied and
+// a key that may create buckets. Garage accepts conditional-write headers
 // and ignores them, so this is where the no-compare-and-swap path of the
-// backend and the advisory lock run against a real server.
+// backend and the lock run against a real server.
+//
+// A cluster's URL lists every node's endpoint, so a backend opened from it
+// fails over between them:
+//
+//	c := garage.StartCluster(t, 3)
+//	bucket := c.NewBucket(t)
+//	b := c.Backend(t, bucket)           // an s3 backend on all three nodes
+//	url := c.URL(bucket, "apps/one")    // the same, for a child process (with c.Env())
+//	c.Nodes[0].Kill(t)                  // SIGKILL one node; b moves on
+//	oracle := c.Nodes[1].Minio(t)       // read what one node serves
 //
 // # Where Garage comes from
 //
