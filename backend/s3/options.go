@@ -56,11 +56,11 @@ const DefaultProbePrefix = ".cairn-state/"
 // operation in about 3 × 8 s plus backoff (under 25 s), and a stopped
 // server (connection refused) in well under a second.
 const (
-	DefaultConnectTimeout  = 5 * time.Second
-	DefaultResponseTimeout = 8 * time.Second
-	DefaultAttemptTimeout  = 60 * time.Second
-	DefaultMaxAttempts     = 3
-	DefaultMaxBackoff      = time.Second
+	DefaultConnectTimeout  = 5 * time.Second  // Options.ConnectTimeout, URL connect_timeout
+	DefaultResponseTimeout = 8 * time.Second  // Options.ResponseTimeout, URL response_timeout
+	DefaultAttemptTimeout  = 60 * time.Second // Options.AttemptTimeout, URL attempt_timeout
+	DefaultMaxAttempts     = 3                // Options.MaxAttempts, URL max_attempts
+	DefaultMaxBackoff      = time.Second      // Options.MaxBackoff, URL max_backoff
 )
 
 // Options configure a [Backend]. Bucket is required; everything else has a
