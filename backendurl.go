@@ -88,6 +88,9 @@ func openBackend(ctx context.Context, rawURL string, opts BackendOptions) (backe
 		if err != nil {
 			return nil, "", err
 		}
+		// s3.New sends no request: the conditional-write probe runs when
+		// the lock resolves the capabilities before it acquires, so a
+		// read-only command writes nothing (ADR 0017).
 		return b, root, nil
 	case strings.EqualFold(scheme, "file"):
 		dir, err := filePath(rawURL)

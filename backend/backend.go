@@ -28,9 +28,23 @@
 //  6. List keys in lexical order, paginating internally, and hide any
 //     bookkeeping files of the backend's own.
 //  7. Report the storage's clock from [Backend.Now]; callers judge
-//     staleness on it rather than on their local clock.
-//  8. If the backend holds resources (a directory handle, connections),
+//     staleness on it rather than on their local clock. Also set
+//     [Object.Now] on the objects Get, Put and List return: the storage's
+//     clock when it answered that request (on S3, the response's Date
+//     header; for List, the time of the page's response), or zero where
+//     the backend cannot tell. A caller can then judge an object's age
+//     from the one request that read it.
+//  8. Map a refusal that retrying cannot cure — access denied, a read-only
+//     file system — to [ErrPermission], wrapped with %w.
+//  9. If the backend holds resources (a directory handle, connections),
 //     implement io.Closer; the state package closes backends it opened.
+//  10. If some capability can only be learnt by asking the storage (the S3
+//     backend's conditional-write probe), implement [Resolver]: until
+//     ResolveCapabilities has succeeded, Capabilities reports the
+//     capability as absent and calls that need it fail with
+//     [ErrUnsupported], and no operation other than ResolveCapabilities
+//     may write anything for the backend's own purposes. Wrappers forward
+//     ResolveCapabilities to the backend they wrap.
 package backend
 
 import (
@@ -52,9 +66,10 @@ type Object struct {
 	// Its resolution depends on the backend (one second on S3).
 	ModTime time.Time
 	// Now is the storage's clock when it answered the request that
-	// produced this Object (Get, Put, and each page of List); zero where
-	// the backend cannot tell. On S3 it is the response's Date header.
-	// Callers judge an object's age as Now − ModTime, on one clock.
+	// produced this Object (Get, Put, or the List page it came in), at the
+	// same resolution as Backend.Now; zero when the backend cannot tell.
+	// Now minus ModTime is the object's age as the storage saw it, with
+	// no second request and no local clock involved.
 	Now time.Time
 }
 
@@ -118,24 +133,34 @@ type Backend interface {
 	// returns that error. An empty prefix lists everything.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
 
-	// Capabilities reports what the backend can do.
+	// Capabilities reports what the backend can do; for a [Resolver],
+	// what is known so far (nothing beyond the plain operations until
+	// ResolveCapabilities has succeeded).
 	Capabilities() Capabilities
 
 	// Now returns the current time on the storage's clock.
 	Now(ctx context.Context) (time.Time, error)
 }
 
-// Resolver is implemented by backends whose capabilities are found by
-// asking the storage (the S3 backend's conditional-write probe). Before
-// ResolveCapabilities, Capabilities reports no conditional writes.
+// Resolver is implemented by backends whose capabilities are found by asking
+// the storage (the S3 backend's conditional-write probe under
+// conditional=auto). Until ResolveCapabilities has succeeded once, such a
+// backend's Capabilities reports no conditional writes and its conditional
+// calls fail with ErrUnsupported, saying that the capabilities were not
+// resolved; read-only use never needs to resolve them, and so never writes.
+//
+// ResolveCapabilities finds the capabilities (at most once for the
+// backend's life: concurrent callers share one resolution, and the result
+// is kept) and returns them. A failed resolution is not kept: the next call
+// tries again.
 type Resolver interface {
-	// ResolveCapabilities finds the capabilities (once; later calls
-	// return the first result) and returns them.
 	ResolveCapabilities(ctx context.Context) (Capabilities, error)
 }
 
 // ResolveCapabilities returns b's capabilities, resolving them first when b
-// is a [Resolver].
+// is a [Resolver]. Callers that are about to depend on conditional writes
+// (acquiring a lock, a compare-and-swap update) call it once first; read
+// paths do not.
 func ResolveCapabilities(ctx context.Context, b Backend) (Capabilities, error) {
 	if r, ok := b.(Resolver); ok {
 		return r.ResolveCapabilities(ctx)

@@ -14,10 +14,11 @@ var (
 	ErrUnsupported = errors.New("operation not supported by this backend")
 	// ErrInvalidKey means a key was refused before any storage was touched.
 	ErrInvalidKey = errors.New("invalid key")
-	// ErrPermission means the storage refused the operation for lack of
-	// permission (access denied, a read-only file system): retrying will
-	// not help.
-	ErrPermission = errors.New("permission denied by the storage")
+	// ErrPermission means the storage refused the operation to these
+	// credentials or this process — access denied, a read-only file
+	// system — so that retrying it cannot succeed. The underlying error
+	// stays reachable with errors.As.
+	ErrPermission = errors.New("permission denied")
 	// ErrCorrupt means the object exists but the backend's own framing of
 	// it is damaged (the fs backend's object-file header), so its bytes
 	// cannot be returned.

@@ -129,7 +129,11 @@ func openStore(ctx context.Context, rawURL, identityFile string, log *slog.Logge
 		opts, root, err = s3.ParseURL(rawURL)
 		if err == nil {
 			opts.Logger = log
-			b, err = s3.New(ctx, opts)
+			var sb *s3.Backend
+			if sb, err = s3.New(ctx, opts); err == nil {
+				b = sb
+				_, err = sb.ResolveCapabilities(ctx)
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown url %q", rawURL)

@@ -80,6 +80,9 @@ func measureHTTP(t *testing.T, srv *testutil.S3Server, wantAcquire, wantBeat, wa
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
+	if _, err := b.ResolveCapabilities(ctx); err != nil { // the probe
+		t.Fatal(err)
+	}
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,9 @@ func BenchmarkVersitygw(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { be.Close() })
+	if _, err := be.ResolveCapabilities(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	st, err := store.Open(be, newSealer(b), store.Options{})
 	if err != nil {
 		b.Fatal(err)

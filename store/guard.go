@@ -32,7 +32,16 @@ type guard struct {
 	folder string // lower-cased "<root>/.cairn-state"
 }
 
-var _ backend.Backend = (*guard)(nil)
+var (
+	_ backend.Backend  = (*guard)(nil)
+	_ backend.Resolver = (*guard)(nil)
+)
+
+// ResolveCapabilities forwards to the guarded backend, so that a guarded
+// backend's capabilities are resolved like its own.
+func (g *guard) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+	return backend.ResolveCapabilities(ctx, g.Backend)
+}
 
 func (g *guard) reserved(key string) bool {
 	k := strings.ToLower(key)

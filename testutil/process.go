@@ -91,6 +91,32 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill sends SIGKILL, as a crash or the OOM killer would, and waits for the
+// process to exit. It is safe to call on a process that has exited.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Signal sends sig to the process (SIGSTOP and SIGCONT pause and resume
+// it). It fails once the process has exited.
+func (p *Process) Signal(sig os.Signal) error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s has exited (%v)", p.Name, p.waitErr)
+	default:
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // LogTail returns the last n lines of the process's log.
 func (p *Process) LogTail(n int) string {
 	data, err := os.ReadFile(p.LogPath)

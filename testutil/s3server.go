@@ -104,19 +104,36 @@ func (s *S3Server) Options(bucket string) s3.Options {
 }
 
 // Backend returns an S3 backend on bucket, with conditional writes probed
-// (conditional=auto) and its log in the test's output.
+// (conditional=auto, capabilities resolved) and its log in the test's
+// output.
 func (s *S3Server) Backend(t testing.TB, bucket string) backend.Backend {
 	t.Helper()
-	opts := s.Options(bucket)
-	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-	opts.HTTPClient = &http.Client{Transport: transport(t)}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return OpenS3(t, s.Options(bucket))
+}
+
+// OpenS3 opens an S3 backend with opts for a test: its log goes to the
+// test's output (unless opts.Logger is set), its HTTP client's idle
+// connections close when the test ends (unless opts.HTTPClient is set),
+// its capabilities are resolved (the conditional=auto probe has run), and
+// it is closed when the test ends.
+func OpenS3(t testing.TB, opts s3.Options) *s3.Backend {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: transport(t)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	b, err := s3.New(ctx, opts)
 	if err != nil {
-		t.Fatalf("s3 backend on %s bucket %q: %v", s.Name, bucket, err)
+		t.Fatalf("s3 backend on bucket %q at %s: %v", opts.Bucket, opts.Endpoint, err)
 	}
 	t.Cleanup(func() { b.Close() })
+	if _, err := b.ResolveCapabilities(ctx); err != nil {
+		t.Fatalf("s3 backend on bucket %q at %s: resolving capabilities: %v", opts.Bucket, opts.Endpoint, err)
+	}
 	return b
 }
 

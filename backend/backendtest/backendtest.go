@@ -66,7 +66,17 @@ type Harness struct {
 	// that depend on ABA-free versions (the store) must make every write's
 	// bytes differ, which age sealing does.
 	ContentAddressedVersions bool
+
+	// ObjectNowUnknown declares that the backend cannot tell the storage's
+	// clock per request, so that Object.Now is always zero; the suite then
+	// checks that it is. Otherwise every Object from Get, Put and List must
+	// carry the time of its response.
+	ObjectNowUnknown bool
 }
+
+// clockResolution is the coarsest clock a backend may report: S3's Date and
+// Last-Modified headers have one-second resolution.
+const clockResolution = time.Second
 
 // Run runs the conformance suite against the backends h hands out.
 func Run(t *testing.T, h Harness) {
@@ -112,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 		{"Context_DeadlineExceeded", testContextDeadline},
 		{"Readers_NeverSeeTornObjects", testNoTornReads},
 		{"Clock_NowCloseToRealTime", testNowCloseToRealTime},
+		{"Clock_ObjectNowIsTheAnsweringRequestsTime", testObjectNow},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -1047,5 +1058,59 @@ func testNowCloseToRealTime(t *testing.T, h Harness) {
 		if mt.Before(before.Add(-skew)) || mt.After(time.Now().Add(skew)) {
 			t.Errorf("%s returned ModTime %v, not close to the local clock (allowed skew %v)", op, mt, skew)
 		}
+	}
+}
+
+// testObjectNow checks Object.Now on Put, Get and List: the storage's clock
+// when it answered, so between Backend.Now readings taken before and after
+// the request (give or take the clock's resolution), and never before the
+// object's own ModTime.
+func testObjectNow(t *testing.T, h Harness) {
+	b := h.NewBackend(t)
+	ctx := t.Context()
+	storageNow := func() time.Time {
+		t.Helper()
+		now, err := b.Now(ctx)
+		if err != nil {
+			t.Fatalf("Now: %v", err)
+		}
+		return now
+	}
+	check := func(op string, o backend.Object, before, after time.Time) {
+		t.Helper()
+		if h.ObjectNowUnknown {
+			if !o.Now.IsZero() {
+				t.Errorf("%s returned Object.Now %v, but the harness declares ObjectNowUnknown", op, o.Now)
+			}
+			return
+		}
+		switch {
+		case o.Now.IsZero():
+			t.Errorf("%s returned a zero Object.Now", op)
+		case o.Now.Before(before.Add(-clockResolution)) || o.Now.After(after.Add(clockResolution)):
+			t.Errorf("%s returned Object.Now %v, outside the storage clock's %v … %v (resolution %v)", op, o.Now, before, after, clockResolution)
+		case o.Now.Before(o.ModTime.Add(-clockResolution)):
+			t.Errorf("%s returned Object.Now %v, before the object's ModTime %v", op, o.Now, o.ModTime)
+		}
+	}
+	before := storageNow()
+	obj := mustPut(t, b, "now/a", []byte("a"), backend.PutOptions{})
+	after := storageNow()
+	check("Put", obj, before, after)
+
+	before = storageNow()
+	_, got := mustGet(t, b, "now/a")
+	after = storageNow()
+	check("Get", got, before, after)
+
+	mustPut(t, b, "now/b", []byte("b"), backend.PutOptions{})
+	before = storageNow()
+	objs := listAll(t, b, "now/")
+	after = storageNow()
+	if len(objs) != 2 {
+		t.Fatalf("List(\"now/\") returned %d objects, want 2", len(objs))
+	}
+	for _, o := range objs {
+		check(fmt.Sprintf("List (%q)", o.Key), o, before, after)
 	}
 }

@@ -12,7 +12,8 @@
 //     performed unconditionally, while the capabilities still promise
 //     compare-and-swap (a server that ignores If-None-Match and If-Match);
 //   - [Backend.SetClockSkew]: the storage clock, and every modification time
-//     it reports, runs ahead of or behind the local clock;
+//     and response time ([backend.Object.Now]) it reports, runs ahead of or
+//     behind the local clock;
 //   - [Backend.SetUnavailable]: every call fails at once, as in a network
 //     partition;
 //   - [Backend.Stall]: every call blocks until resumed or until its context
@@ -96,7 +97,10 @@ type Backend struct {
 	counts           Counts
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend  = (*Backend)(nil)
+	_ backend.Resolver = (*Backend)(nil)
+)
 
 // New wraps inner. With no fault switched on, the wrapper only counts.
 func New(inner backend.Backend) *Backend {
@@ -107,8 +111,8 @@ func New(inner backend.Backend) *Backend {
 func (b *Backend) Unwrap() backend.Backend { return b.inner }
 
 // SetClockSkew makes the storage clock read d ahead of the wrapped backend's
-// (behind when d is negative): [Backend.Now] and every ModTime returned by
-// Get, Put and List are shifted by d.
+// (behind when d is negative): [Backend.Now] and every ModTime and Now
+// returned by Get, Put and List are shifted by d.
 func (b *Backend) SetClockSkew(d time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -239,8 +243,7 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 	if err != nil {
 		return nil, backend.Object{}, err
 	}
-	obj.ModTime = obj.ModTime.Add(skew)
-	return rc, obj, nil
+	return rc, shift(obj, skew), nil
 }
 
 // Put implements backend.Backend.
@@ -267,8 +270,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	if loseAck {
 		return backend.Object{}, fmt.Errorf("put %q (retried after a lost response): %w", key, backend.ErrPreconditionFailed)
 	}
-	obj.ModTime = obj.ModTime.Add(skew)
-	return obj, nil
+	return shift(obj, skew), nil
 }
 
 // Delete implements backend.Backend.
@@ -291,14 +293,31 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		return err
 	}
 	return b.inner.List(ctx, prefix, func(o backend.Object) error {
-		o.ModTime = o.ModTime.Add(skew)
-		return fn(o)
+		return fn(shift(o, skew))
 	})
+}
+
+// shift moves the storage-clock times of o by skew; a zero Now (the wrapped
+// backend could not tell) stays zero.
+func shift(o backend.Object, skew time.Duration) backend.Object {
+	o.ModTime = o.ModTime.Add(skew)
+	if !o.Now.IsZero() {
+		o.Now = o.Now.Add(skew)
+	}
+	return o
 }
 
 // Capabilities implements backend.Backend. It reports the wrapped backend's
 // capabilities, whatever faults are on.
 func (b *Backend) Capabilities() backend.Capabilities { return b.inner.Capabilities() }
+
+// ResolveCapabilities implements backend.Resolver: it resolves the wrapped
+// backend's capabilities (backend.ResolveCapabilities). It is not a storage
+// call of its own, so it is neither counted nor subject to faults; the
+// requests a resolution makes are the wrapped backend's.
+func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+	return backend.ResolveCapabilities(ctx, b.inner)
+}
 
 // Now implements backend.Backend.
 func (b *Backend) Now(ctx context.Context) (time.Time, error) {

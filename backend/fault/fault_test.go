@@ -98,28 +98,86 @@ func TestIgnoreConditions_WritesUnconditionallyAndStillClaimsCAS(t *testing.T) {
 	}
 }
 
-func TestClockSkew_ShiftsNowAndModTimes(t *testing.T) {
+func TestClockSkew_ShiftsNowModTimesAndResponseTimes(t *testing.T) {
 	ctx := context.Background()
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	f := fault.New(mem.New(mem.Options{Clock: func() time.Time { return base }}))
+	clock := base
+	f := fault.New(mem.New(mem.Options{Clock: func() time.Time { return clock }}))
 	f.SetClockSkew(-time.Hour)
 	now, err := f.Now(ctx)
 	if err != nil || !now.Equal(base.Add(-time.Hour)) {
 		t.Fatalf("Now = %v, %v; want %v", now, err, base.Add(-time.Hour))
 	}
 	obj, err := f.Put(ctx, "k", []byte("v"), backend.PutOptions{})
-	if err != nil || !obj.ModTime.Equal(base.Add(-time.Hour)) {
-		t.Fatalf("put ModTime = %v, %v", obj.ModTime, err)
+	if err != nil || !obj.ModTime.Equal(base.Add(-time.Hour)) || !obj.Now.Equal(base.Add(-time.Hour)) {
+		t.Fatalf("put ModTime = %v, Now = %v, %v; want both %v", obj.ModTime, obj.Now, err, base.Add(-time.Hour))
 	}
-	if _, o := read(t, f, "k"); !o.ModTime.Equal(base.Add(-time.Hour)) {
-		t.Fatalf("get ModTime = %v", o.ModTime)
+	// Later reads carry the later response time, shifted the same way.
+	clock = base.Add(time.Minute)
+	want := clock.Add(-time.Hour)
+	if _, o := read(t, f, "k"); !o.ModTime.Equal(base.Add(-time.Hour)) || !o.Now.Equal(want) {
+		t.Fatalf("get ModTime = %v, Now = %v; want %v, %v", o.ModTime, o.Now, base.Add(-time.Hour), want)
 	}
-	_ = f.List(ctx, "", func(o backend.Object) error {
-		if !o.ModTime.Equal(base.Add(-time.Hour)) {
-			t.Errorf("list ModTime = %v", o.ModTime)
+	listed := 0
+	err = f.List(ctx, "", func(o backend.Object) error {
+		listed++
+		if !o.ModTime.Equal(base.Add(-time.Hour)) || !o.Now.Equal(want) {
+			t.Errorf("list ModTime = %v, Now = %v; want %v, %v", o.ModTime, o.Now, base.Add(-time.Hour), want)
 		}
 		return nil
 	})
+	if err != nil || listed != 1 {
+		t.Fatalf("list: %d objects, %v", listed, err)
+	}
+}
+
+// A zero Object.Now means "unknown"; skew must not turn it into a time.
+func TestClockSkew_LeavesAnUnknownResponseTimeZero(t *testing.T) {
+	f := fault.New(noNow{mem.New(mem.Options{})})
+	f.SetClockSkew(time.Hour)
+	obj, err := f.Put(context.Background(), "k", []byte("v"), backend.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !obj.Now.IsZero() {
+		t.Errorf("Put Now = %v, want zero (the wrapped backend could not tell)", obj.Now)
+	}
+}
+
+// noNow is a backend that cannot tell the storage's time per request.
+type noNow struct{ backend.Backend }
+
+func (n noNow) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
+	o, err := n.Backend.Put(ctx, key, data, opts)
+	o.Now = time.Time{}
+	return o, err
+}
+
+// resolver counts its resolutions.
+type resolver struct {
+	backend.Backend
+	calls int
+}
+
+func (r *resolver) ResolveCapabilities(context.Context) (backend.Capabilities, error) {
+	r.calls++
+	return backend.Capabilities{ConditionalWrites: true}, nil
+}
+
+func TestResolveCapabilities_ForwardedToTheWrappedBackend(t *testing.T) {
+	inner := &resolver{Backend: mem.New(mem.Options{NoConditionalWrites: true})}
+	f := fault.New(inner)
+	caps, err := backend.ResolveCapabilities(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.calls != 1 || !caps.ConditionalWrites {
+		t.Errorf("ResolveCapabilities through the wrapper: %d calls to the wrapped backend, caps %+v; want 1 call and its answer", inner.calls, caps)
+	}
+	// Through two wrappers as well.
+	if _, err := backend.ResolveCapabilities(context.Background(), fault.New(f)); err != nil || inner.calls != 2 {
+		t.Errorf("through two wrappers: %d calls, %v", inner.calls, err)
+	}
 }
 
 func TestUnavailable_FailsEveryCallUntilHealed(t *testing.T) {

@@ -37,6 +37,10 @@
 // strips it. Files dropped into the directory by hand are therefore not
 // objects (Get reports them as corrupt). See docs/adr/0002 for why.
 //
+// A directory this process may not write (EACCES, EPERM) or a read-only
+// file system (EROFS) makes writes fail with an error that matches
+// [backend.ErrPermission] and keeps the operating system's own message.
+//
 // Temp files of a process killed mid-write stay on disk, hidden from List;
 // [Options.RemoveTempFilesOlderThan] lets New sweep them.
 package fs
@@ -111,11 +115,11 @@ func New(dir string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("fs: create root %s: %w", dir, err)
+		return nil, fmt.Errorf("fs: create root %s: %w", dir, classify(err))
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("fs: open root %s: %w", dir, err)
+		return nil, fmt.Errorf("fs: open root %s: %w", dir, classify(err))
 	}
 	log := opts.Logger
 	if log == nil {
@@ -140,7 +144,8 @@ func (b *Backend) Capabilities() backend.Capabilities {
 }
 
 // Now implements backend.Backend. The storage is the local disk, so its
-// clock is the local clock.
+// clock is the local clock; so is the Now of every Object returned, read
+// when the operation has done its work on the disk.
 func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
@@ -181,8 +186,24 @@ func mapErr(op, key string, err error) error {
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return fmt.Errorf("%s %q: a path segment is longer than the file system allows: %w (%w)", op, key, backend.ErrUnsupported, err)
 	}
-	return fmt.Errorf("fs: %s %q: %w", op, key, err)
+	return fmt.Errorf("fs: %s %q: %w", op, key, classify(err))
 }
+
+// classify marks the file system refusing this process — EACCES, EPERM,
+// EROFS — as backend.ErrPermission, keeping err's own text; other errors
+// are returned as they are.
+func classify(err error) error {
+	if errors.Is(err, iofs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+		return permissionError{err}
+	}
+	return err
+}
+
+// permissionError is err, also matching backend.ErrPermission.
+type permissionError struct{ err error }
+
+func (e permissionError) Error() string   { return e.err.Error() }
+func (e permissionError) Unwrap() []error { return []error{backend.ErrPermission, e.err} }
 
 // Get implements backend.Backend.
 func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
@@ -193,6 +214,7 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 	if err != nil {
 		return nil, backend.Object{}, err
 	}
+	obj.Now = time.Now()
 	return f, obj, nil
 }
 
@@ -308,7 +330,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	}()
 	modTime, err := writeTemp(f, version, data)
 	if err != nil {
-		return backend.Object{}, fmt.Errorf("fs: put %q: %w", key, err)
+		return backend.Object{}, fmt.Errorf("fs: put %q: %w", key, classify(err))
 	}
 
 	unlock, err := b.lock(ctx)
@@ -349,9 +371,9 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	// The rename is visible; make it durable. A failure here is reported,
 	// though the object is in place.
 	if err := b.syncDirs(dir, created); err != nil {
-		return backend.Object{}, fmt.Errorf("fs: put %q: written but not synced: %w", key, err)
+		return backend.Object{}, fmt.Errorf("fs: put %q: written but not synced: %w", key, classify(err))
 	}
-	return backend.Object{Key: key, Size: int64(len(data)), Version: version, ModTime: modTime}, nil
+	return backend.Object{Key: key, Size: int64(len(data)), Version: version, ModTime: modTime, Now: time.Now()}, nil
 }
 
 // createTemp creates a fresh temp file in dir, creating dir if needed. It
@@ -451,7 +473,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 	}
 	dir := path.Dir(target)
 	if err := b.syncDirs(dir, false); err != nil {
-		return fmt.Errorf("fs: delete %q: removed but not synced: %w", key, err)
+		return fmt.Errorf("fs: delete %q: removed but not synced: %w", key, classify(err))
 	}
 	b.prune(dir)
 	return nil
@@ -520,7 +542,7 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		return fmt.Errorf("fs: list %q: %w", prefix, err)
+		return fmt.Errorf("fs: list %q: %w", prefix, classify(err))
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -550,6 +572,7 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		if f != nil {
 			f.Close()
 		}
+		obj.Now = time.Now()
 		if err := fn(obj); err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func (b *Backend) lock(ctx context.Context) (unlock func(), err error) {
 	f, err := b.root.OpenFile(lockName, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		release()
-		return nil, fmt.Errorf("fs: open lock file in %s: %w", b.dir, err)
+		return nil, fmt.Errorf("fs: open lock file in %s: %w", b.dir, classify(err))
 	}
 	wait := 50 * time.Microsecond
 	for {

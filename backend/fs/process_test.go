@@ -81,6 +81,25 @@ func runHelper(role string) error {
 			}
 		}
 		return nil
+	case "read-only":
+		// Try every kind of write in FS_DIR, which this process may read
+		// but not write, and report each outcome as "OP PERMISSION ERROR".
+		report := func(op string, err error) {
+			fmt.Printf("%s %v %v\n", op, errors.Is(err, backend.ErrPermission), err)
+		}
+		rc, _, err := b.Get(ctx, "kept")
+		if err == nil {
+			rc.Close()
+		}
+		report("get", err)
+		_, err = b.Put(ctx, "new", []byte("x"), backend.PutOptions{})
+		report("put", err)
+		_, err = b.Put(ctx, "kept", []byte("x"), backend.PutOptions{IfAbsent: true})
+		report("put-if-absent", err)
+		report("delete", b.Delete(ctx, "kept", backend.DeleteOptions{}))
+		_, err = fs.New(filepath.Join(os.Getenv("FS_DIR"), "sub"), fs.Options{})
+		report("new", err)
+		return nil
 	}
 	return fmt.Errorf("unknown helper role %q", role)
 }

@@ -66,7 +66,9 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 	if !ok {
 		return nil, backend.Object{}, fmt.Errorf("get %q: %w", key, backend.ErrNotFound)
 	}
-	return io.NopCloser(bytes.NewReader(e.data)), e.obj, nil
+	obj := e.obj
+	obj.Now = b.now()
+	return io.NopCloser(bytes.NewReader(e.data)), obj, nil
 }
 
 // Put implements backend.Backend.
@@ -91,13 +93,15 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 		return backend.Object{}, fmt.Errorf("put %q if version %s: %w", key, opts.IfVersion, backend.ErrPreconditionFailed)
 	}
 	b.seq++
+	now := b.now()
 	obj := backend.Object{
 		Key:     key,
 		Size:    int64(len(data)),
 		Version: strconv.FormatUint(b.seq, 10),
-		ModTime: b.now(),
+		ModTime: now,
 	}
 	b.objects[key] = entry{data: bytes.Clone(data), obj: obj}
+	obj.Now = now
 	return obj, nil
 }
 
@@ -134,10 +138,13 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		return err
 	}
 	b.mu.Lock()
+	now := b.now()
 	var objs []backend.Object
 	for k, e := range b.objects {
 		if strings.HasPrefix(k, prefix) {
-			objs = append(objs, e.obj)
+			o := e.obj
+			o.Now = now
+			objs = append(objs, o)
 		}
 	}
 	b.mu.Unlock()

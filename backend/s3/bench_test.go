@@ -12,21 +12,41 @@ import (
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
-// BenchmarkS3 measures Put and Get of 4 KiB and 1 MiB objects against each
-// real server on loopback: go test -run x -bench S3 ./backend/s3
+// BenchmarkS3 measures Put and Get of 4 KiB and 1 MiB objects, a List of
+// 100 keys and the conditional-write probe against each real server on
+// loopback — versitygw, a single Garage node, and a three-node Garage
+// cluster through its multi-endpoint URL — so that benchstat can put the
+// servers side by side:
+//
+//	go test -run x -bench S3 -count 5 ./backend/s3 > s3.txt
+//	benchstat -col /server s3.txt
 func BenchmarkS3(b *testing.B) {
 	servers := []struct {
 		name  string
 		start func(testing.TB) server
 	}{
 		{"versitygw", func(tb testing.TB) server { return versitygw.Start(tb) }},
-		{"garage", func(tb testing.TB) server { return garage.Start(tb) }},
+		{"garage1", func(tb testing.TB) server { return garage.Start(tb) }},
+		{"garage3", func(tb testing.TB) server { return garage.StartCluster(tb, 3) }},
 	}
 	for _, s := range servers {
-		b.Run(s.name, func(b *testing.B) {
+		b.Run("server="+s.name, func(b *testing.B) {
 			srv := s.start(b)
 			bucket := srv.NewBucket(b)
 			be := newBackend(b, srv, bucket, s3.ConditionalAuto)
+			b.Run("List/100", func(b *testing.B) {
+				for i := range 100 {
+					if _, err := be.Put(b.Context(), fmt.Sprintf("list/%03d", i), []byte("x"), backend.PutOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for b.Loop() {
+					n := 0
+					if err := be.List(b.Context(), "list/", func(backend.Object) error { n++; return nil }); err != nil || n != 100 {
+						b.Fatalf("listed %d, %v", n, err)
+					}
+				}
+			})
 			b.Run("NewWithProbe", func(b *testing.B) {
 				opts := srv.Options(bucket)
 				opts.HTTPClient = httpClient(b)
@@ -34,6 +54,9 @@ func BenchmarkS3(b *testing.B) {
 				for b.Loop() {
 					nb, err := s3.New(b.Context(), opts)
 					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := nb.ResolveCapabilities(b.Context()); err != nil {
 						b.Fatal(err)
 					}
 					nb.Close()

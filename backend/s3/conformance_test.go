@@ -53,6 +53,10 @@ func newBackend(t testing.TB, srv server, bucket string, mode s3.ConditionalMode
 	if err != nil {
 		t.Fatalf("s3.New(bucket %q, conditional=%s): %v", bucket, mode, err)
 	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.ResolveCapabilities(ctx); err != nil {
+		t.Fatalf("ResolveCapabilities(bucket %q, conditional=%s): %v", bucket, mode, err)
+	}
 	return b
 }
 
@@ -89,6 +93,7 @@ func TestConformance_VersitygwConditionalOff(t *testing.T) {
 }
 
 func TestConformance_Garage(t *testing.T) {
+	t.Parallel() // mostly waits on Garage's round trips: overlap it
 	backendtest.Run(t, harness(garage.Start(t), s3.ConditionalAuto, nil))
 }
 
@@ -96,4 +101,5 @@ var (
 	_ server = (*testutil.S3Server)(nil)
 	_ server = (*garage.Server)(nil)
 	_ server = (*versitygw.Server)(nil)
+	_ server = (*garage.Cluster)(nil)
 )

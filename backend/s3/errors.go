@@ -15,7 +15,9 @@ import (
 // mapErr turns an SDK error into the backend's vocabulary, naming the
 // operation, key and bucket. conditional tells whether the call carried
 // If-Match or If-None-Match: a missing key then fails the condition rather
-// than being "not found". Context errors are returned unchanged.
+// than being "not found". A 403 (access denied, an unknown key, a wrong
+// secret) matches backend.ErrPermission. Context errors are returned
+// unchanged.
 func (b *Backend) mapErr(ctx context.Context, op, key string, conditional bool, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return ctxErr
@@ -44,11 +46,22 @@ func (b *Backend) mapErr(ctx context.Context, op, key string, conditional bool, 
 	case conditional && (code == "NotImplemented" || status == http.StatusNotImplemented):
 		return fmt.Errorf("%s: the server does not implement conditional writes: %w: %w", where, backend.ErrUnsupported, err)
 	}
+	if status == http.StatusForbidden {
+		// Access denied, an unknown access key, a wrong secret: asking
+		// again with the same credentials cannot succeed.
+		err = permissionError{err}
+	}
 	if hint := hints[code]; hint != "" {
 		return fmt.Errorf("%s (%s): %w", where, hint, err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
 }
+
+// permissionError is err, also matching backend.ErrPermission.
+type permissionError struct{ err error }
+
+func (e permissionError) Error() string   { return e.err.Error() }
+func (e permissionError) Unwrap() []error { return []error{backend.ErrPermission, e.err} }
 
 // hints are what to check for configuration errors that the server's own
 // message does not make obvious.

@@ -52,13 +52,23 @@ func s3Error(w http.ResponseWriter, status int, code string) {
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>scripted</Message></Error>`, code)
 }
 
+// scriptedBackend opens a backend on a scripted server and resolves its
+// capabilities (the probe, under conditional=auto).
 func scriptedBackend(t *testing.T, endpoint string, mode s3.ConditionalMode) (*s3.Backend, error) {
-	return s3.New(t.Context(), s3.Options{
+	b, err := s3.New(t.Context(), s3.Options{
 		Bucket: "b", Endpoint: endpoint, Region: "us-east-1", PathStyle: true, Conditional: mode,
 		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", ""),
 		Logger:      slog.New(slog.NewTextHandler(t.Output(), nil)),
 		HTTPClient:  httpClient(t),
 	})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { b.Close() })
+	if _, err := b.ResolveCapabilities(t.Context()); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 func TestPut_ConditionalRequestConflict_RetriedThenSucceeds(t *testing.T) {
@@ -99,11 +109,11 @@ func TestPut_ConditionalRequestConflictPersisting_PreconditionFailed(t *testing.
 		t.Errorf("errors.As does not reach the 409: %v", err)
 	}
 	if got := n.Load(); got != 3 {
-		t.Errorf("attempts = %d, want 3 (the SDK's standard retryer)", got)
+		t.Errorf("attempts = %d, want 3 (DefaultMaxAttempts)", got)
 	}
 }
 
-func TestNew_AutoProbe_ServerRefusingConditionalHeaders_NoSupport(t *testing.T) {
+func TestResolveCapabilities_ServerRefusingConditionalHeaders_NoSupport(t *testing.T) {
 	srv, _ := scriptedS3(t, func(_ int64, w http.ResponseWriter) {
 		s3Error(w, http.StatusNotImplemented, "NotImplemented")
 	})

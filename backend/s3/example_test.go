@@ -6,15 +6,18 @@ import (
 	"log"
 	"log/slog"
 
+	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
 )
 
 // Opening a bucket from a backend URL, credentials from the standard AWS
-// chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles). The probe's
-// finding decides whether the lock can use compare-and-swap.
+// chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profiles). New sends no
+// request; ResolveCapabilities runs the conditional-write probe, whose
+// finding decides whether the lock can use compare-and-swap. Reading
+// needs neither.
 func ExampleNew() {
 	ctx := context.Background()
-	opts, root, err := s3.ParseURL("s3://state/apps/wiki?endpoint=http://127.0.0.1:3900&region=garage")
+	opts, root, err := s3.ParseURL("s3://state/apps/wiki?endpoint=http://10.0.0.1:3900,http://10.0.0.2:3900,http://10.0.0.3:3900&region=garage")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -27,9 +30,13 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	if b.Capabilities().ConditionalWrites {
+	caps, err := backend.ResolveCapabilities(ctx, b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if caps.ConditionalWrites {
 		fmt.Println("compare-and-swap available")
 	} else {
-		fmt.Println("no conditional writes: the lock runs in advisory mode")
+		fmt.Println("no conditional writes: the lock uses claims")
 	}
 }

@@ -6,13 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
+
+	"github.com/cairnhq/state/backend"
 )
 
 // probeKeyPart marks the probe's throwaway objects below the probe prefix.
@@ -60,28 +65,58 @@ const (
 // all hold. A server that ignores a header (Garage answers 200 and
 // overwrites) or refuses it (400/501) fails that check; transport,
 // permission and bucket errors fail the probe, since the backend could not
-// work anyway. New runs it under ConditionalAuto; calling it again reports
-// the server's behaviour now without changing the backend's Capabilities.
-// The probe object is removed afterwards and hidden from List meanwhile.
+// work anyway. [Backend.ResolveCapabilities] runs it once under
+// ConditionalAuto; calling Probe itself reports the server's behaviour now
+// without changing the backend's Capabilities. Each step is an ordinary
+// request, with the backend's retries and failover: on a cluster the
+// probe runs against whichever endpoint is in use, and its finding holds
+// for the bucket (every node runs the same server). The probe object is
+// removed afterwards and hidden from List meanwhile; if it was written and
+// cannot be removed, a warning says so.
 func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 	key := b.probePrefix + probeKeyPart + uuid.NewString()
 	fail := func(step string, err error) (ProbeResult, error) {
-		return ProbeResult{}, fmt.Errorf("s3: conditional-write probe (%s): %w", step, b.mapErr(ctx, "probe", key, false, err))
+		return ProbeResult{}, fmt.Errorf("s3: conditional-write probe (%s): %w", step, err)
 	}
+	// object tracks whether the probe object exists, so that the clean-up
+	// warns only about an object that was really written.
+	object := probeAbsent
 	defer func() {
+		if object == probeAbsent {
+			return
+		}
 		// Remove the probe object even if ctx was cancelled mid-probe.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if _, err := b.client.DeleteObject(cctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key}); err != nil {
+		err := b.call(cctx, "remove the probe object", key, false, func(ctx context.Context, ep func(*s3.Options)) error {
+			_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key}, ep)
+			return err
+		})
+		switch {
+		case err == nil:
+		case object == probeWritten:
 			b.log.WarnContext(ctx, "s3 backend: could not remove the probe object; it is hidden from listings and can be deleted by hand",
+				"bucket", b.bucket, "key", key, "error", err)
+		default:
+			b.log.DebugContext(ctx, "s3 backend: the probe's first write got no answer, and removing the object it may have left failed too",
 				"bucket", b.bucket, "key", key, "error", err)
 		}
 	}()
-	put := func(data string, ifNoneMatch, ifMatch *string) (*s3.PutObjectOutput, error) {
-		return b.client.PutObject(ctx, &s3.PutObjectInput{
-			Bucket: &b.bucket, Key: &key,
-			Body: strings.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
-			IfNoneMatch: ifNoneMatch, IfMatch: ifMatch,
+	put := func(data string, ifNoneMatch, ifMatch *string) (out *s3.PutObjectOutput, err error) {
+		err = b.call(ctx, "probe", key, false, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+			out, err = b.client.PutObject(ctx, &s3.PutObjectInput{
+				Bucket: &b.bucket, Key: &key,
+				Body: strings.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+				IfNoneMatch: ifNoneMatch, IfMatch: ifMatch,
+			}, ep)
+			return err
+		})
+		return out, err
+	}
+	del := func(ifMatch *string) error {
+		return b.call(ctx, "probe", key, false, func(ctx context.Context, ep func(*s3.Options)) error {
+			_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: ifMatch}, ep)
+			return err
 		})
 	}
 	// classify sorts the answer to a request whose condition was false.
@@ -104,8 +139,13 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 	// track every write the server carried out.
 	out, err := put("probe 1", nil, nil)
 	if err != nil {
+		var na *noAnswerError
+		if errors.As(err, &na) {
+			object = probeMaybe // the write may have landed unanswered
+		}
 		return fail("create the probe object", err)
 	}
+	object = probeWritten
 	content, etag := "probe 1", out.ETag
 
 	// PutObject with If-None-Match: * on an existing object must fail.
@@ -149,7 +189,11 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 
 	// Nothing refused may have written: the object holds the last write
 	// the server carried out.
-	got, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	var got *s3.GetObjectOutput
+	err = b.call(ctx, "probe", key, false, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+		got, err = b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key}, ep)
+		return err
+	})
 	if err != nil {
 		return fail("read back the probe object", err)
 	}
@@ -163,20 +207,24 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 	}
 
 	// DeleteObject with If-Match: another ETag must fail.
-	_, err = b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: aws.String(wrongETag)})
+	err = del(aws.String(wrongETag))
 	switch o, why, err := classify("DeleteObject with a non-matching If-Match", err); {
 	case err != nil:
 		return fail("conditional delete with a wrong ETag", err)
 	case o != enforced:
 		delOK, evidence = false, append(evidence, why)
+		if o == ignored {
+			object = probeMaybe // deleted, unless the server did something else
+		}
 	}
 
 	// DeleteObject with If-Match: the current ETag must succeed (when the
 	// object is still there to delete).
 	if delOK {
-		_, err := b.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &b.bucket, Key: &key, IfMatch: etag})
+		err := del(etag)
 		switch {
 		case err == nil:
+			object = probeAbsent
 		case isPreconditionFailed(err):
 			delOK, evidence = false, append(evidence, "DeleteObject with the object's own ETag in If-Match failed with 412")
 		default:
@@ -195,6 +243,104 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 		res.Evidence = strings.Join(evidence, "; ")
 	}
 	return res, nil
+}
+
+// What the probe knows of its object, for the clean-up.
+const (
+	probeAbsent  = iota // never written, or removed by the last step
+	probeWritten        // written and still there
+	probeMaybe          // a write got no answer, or a delete's effect is unknown
+)
+
+// LockMode names the lock mode a probe's finding implies, with the reason,
+// for the log and for operators: "compare-and-swap" when every condition is
+// enforced, else "claims" (the lock's protocol for storage without
+// compare-and-swap).
+func (r ProbeResult) LockMode() (mode, why string) {
+	if r.Supported {
+		return "compare-and-swap", "put and delete conditions enforced"
+	}
+	return "claims", r.Evidence
+}
+
+// ResolveCapabilities implements backend.Resolver. Under ConditionalAuto
+// it runs [Backend.Probe] the first time it is called and keeps the
+// finding for the backend's life; concurrent callers wait for that one
+// probe (or for their context). A probe that fails is not kept: the next
+// call probes again. The finding is logged at Info with the lock mode it
+// implies and why. Under ConditionalOn and ConditionalOff it sends
+// nothing.
+func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+	for {
+		if b.caps.state() != capsUnresolved {
+			return b.Capabilities(), nil
+		}
+		b.caps.mu.Lock()
+		if b.caps.state() != capsUnresolved {
+			b.caps.mu.Unlock()
+			continue
+		}
+		if ch := b.caps.inflight; ch != nil {
+			b.caps.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return backend.Capabilities{}, ctx.Err()
+			}
+		}
+		ch := make(chan struct{})
+		b.caps.inflight = ch
+		b.caps.mu.Unlock()
+
+		res, err := b.Probe(ctx)
+		if err == nil {
+			b.caps.set(res.Supported)
+			mode, why := res.LockMode()
+			b.log.InfoContext(ctx, "s3 backend: conditional-write probe: lock mode "+mode+": "+why,
+				slog.String("bucket", b.bucket), slog.String("endpoint", b.CurrentEndpoint()),
+				slog.String("lock_mode", mode),
+				slog.Bool("conditional_writes", res.Supported),
+				slog.Bool("put_conditions", res.PutConditions),
+				slog.Bool("delete_conditions", res.DeleteConditions),
+				slog.String("evidence", res.Evidence))
+		}
+		b.caps.mu.Lock()
+		b.caps.inflight = nil
+		close(ch)
+		b.caps.mu.Unlock()
+		if err != nil {
+			return backend.Capabilities{}, err
+		}
+		return b.Capabilities(), nil
+	}
+}
+
+// The states of a backend's conditional-write capability.
+const (
+	capsUnresolved int32 = iota
+	capsNone
+	capsConditional
+)
+
+// capabilities is what the backend knows of the server's conditional
+// writes; inflight is non-nil while a probe runs.
+type capabilities struct {
+	v        atomic.Int32
+	mu       sync.Mutex
+	inflight chan struct{}
+}
+
+func (c *capabilities) state() int32 { return c.v.Load() }
+
+func (c *capabilities) conditional() bool { return c.v.Load() == capsConditional }
+
+func (c *capabilities) set(conditional bool) {
+	if conditional {
+		c.v.Store(capsConditional)
+	} else {
+		c.v.Store(capsNone)
+	}
 }
 
 func isPreconditionFailed(err error) bool {

@@ -1,37 +1,57 @@
 // Package s3 is a [backend.Backend] on S3-compatible storage, built on
-// aws-sdk-go-v2. It is tested against real Garage and versitygw servers and
-// written for AWS S3, MinIO and R2 as well.
+// aws-sdk-go-v2. It is tested against real Garage (one node and a
+// three-node cluster) and versitygw servers and written for AWS S3, MinIO
+// and R2 as well.
 //
 // # Conditional writes
 //
 // Compare-and-swap maps to S3's conditional writes: If-None-Match: * for
 // [backend.PutOptions.IfAbsent], If-Match: ETag for IfVersion on PutObject
 // and DeleteObject. Not every server enforces them — Garage accepts the
-// headers and ignores them — so with [ConditionalAuto] (the default)
-// [New] probes the server once under the reserved prefix and uses
-// conditions only if they were demonstrably enforced. Without them the
-// backend reports no conditional writes and refuses conditional calls with
-// [backend.ErrUnsupported]; it never performs them unconditionally.
+// headers and ignores them — so with [ConditionalAuto] (the default) the
+// backend probes the server once under the reserved prefix, the first time
+// [Backend.ResolveCapabilities] is called (the lock does, before it
+// acquires; read-only use never does, and so never writes), and uses
+// conditions only if they were demonstrably enforced. Until then, and
+// when they were not, the backend reports no conditional writes and
+// refuses conditional calls with [backend.ErrUnsupported]; it never
+// performs them unconditionally. [New] itself sends no request.
+//
+// # Endpoints, timeouts and retries
+//
+// [Options.Endpoint] may list several base URLs (the nodes of one Garage
+// cluster, say): requests fail over to the next on a connection error, a
+// timeout or a 5xx, and stay on the last one that answered (ADR 0015).
+// Every request runs under connect, response and per-attempt timeouts and
+// is sent at most [Options.MaxAttempts] times, only when its error can
+// pass; permanent answers (access denied, no such bucket, a wrong region)
+// are returned at once, and no attempt starts once the context is done
+// (ADR 0016). Failovers are logged.
 //
 // # Versions and clock
 //
 // An object's version is its ETag. For single-part uploads every server
 // tested derives it from the content (MD5), so rewriting identical bytes
 // keeps the version; callers that seal objects with fresh randomness (the
-// store does) never write identical bytes twice. The storage clock is read
-// from the HTTP Date header of a HeadBucket response (one second
-// resolution, like Last-Modified).
+// store does) never write identical bytes twice. The storage clock is the
+// HTTP Date header of a response (one second resolution, like
+// Last-Modified): [Backend.Now] sends a HeadBucket, and every
+// [backend.Object] from Get, Put and List carries the Date of the response
+// that produced it in its Now field — the clock of the endpoint that
+// answered.
 //
 // # Errors
 //
 // NoSuchKey maps to [backend.ErrNotFound]; 412 PreconditionFailed, and a
 // conditional call on a missing key, map to [backend.ErrPreconditionFailed];
-// 409 ConditionalRequestConflict is retried by the SDK retryer and, when
-// retries run out, reported as [backend.ErrPreconditionFailed]; 501
-// NotImplemented on a conditional call maps to [backend.ErrUnsupported]. A
+// 409 ConditionalRequestConflict is retried and, when retries run out,
+// reported as [backend.ErrPreconditionFailed]; 501 NotImplemented on a
+// conditional call maps to [backend.ErrUnsupported]; 403 (access denied,
+// an unknown key, a wrong secret) maps to [backend.ErrPermission]. A
 // missing bucket is never ErrNotFound (that would read as "no such
-// object"). SDK errors stay reachable with errors.As; context errors are
-// returned unchanged. See docs/adr/0005-s3-error-mapping.md.
+// object"). An operation that got no answer names the endpoint and the
+// timeout or network error. SDK errors stay reachable with errors.As;
+// context errors are returned unchanged. See docs/adr/0005.
 package s3
 
 import (
@@ -48,7 +68,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -63,28 +82,40 @@ type Backend struct {
 	closed      atomic.Bool
 	bucket      string
 	probePrefix string
-	conditional bool
+	mode        ConditionalMode
+	eps         *endpoints
+	retry       retryPolicy
+	caps        capabilities
 	log         *slog.Logger
 }
 
 var (
-	_ backend.Backend = (*Backend)(nil)
-	_ io.Closer       = (*Backend)(nil)
+	_ backend.Backend  = (*Backend)(nil)
+	_ backend.Resolver = (*Backend)(nil)
+	_ io.Closer        = (*Backend)(nil)
 )
 
 // errClosed is returned by every operation after Close.
 var errClosed = errors.New("s3 backend used after Close")
 
-// New returns a backend on opts.Bucket. With opts.Conditional ==
-// ConditionalAuto (or empty) it probes the server's conditional writes,
-// which also checks that the bucket is reachable with the credentials; the
-// probe's outcome is logged. It fails when the options are invalid or the
-// probe cannot complete.
+// New returns a backend on opts.Bucket. It checks the options and sends no
+// request: a wrong endpoint, region, bucket or credentials show at the
+// first operation (or at ResolveCapabilities, which the lock calls before
+// it acquires). With opts.Conditional == ConditionalAuto (or empty) the
+// capabilities are unresolved until [Backend.ResolveCapabilities].
 func New(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.Bucket == "" {
 		return nil, errors.New("s3: Options.Bucket is empty")
 	}
 	mode, err := ParseConditionalMode(string(opts.Conditional))
+	if err != nil {
+		return nil, err
+	}
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	urls, err := ParseEndpoints(opts.Endpoint)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +156,16 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
+	cfg.HTTPClient = &timedClient{
+		next:           cfg.HTTPClient,
+		connect:        opts.ConnectTimeout,
+		response:       opts.ResponseTimeout,
+		attemptTimeout: opts.AttemptTimeout,
+	}
+	eps := &endpoints{urls: urls, log: log}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if opts.Endpoint != "" {
-			o.BaseEndpoint = aws.String(opts.Endpoint)
+		if len(urls) > 0 {
+			o.BaseEndpoint = aws.String(urls[0])
 		}
 		o.UsePathStyle = opts.PathStyle
 		// Self-hosted servers vary in their support of the SDK's default
@@ -135,32 +173,23 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		// them. Payloads are still SHA-256 signed (SigV4).
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		// AWS answers 409 ConditionalRequestConflict when two conditional
-		// writes race; re-sending re-evaluates the condition, so it is
-		// safe to retry (ADR 0005).
-		o.Retryer = retry.AddWithErrorCodes(retry.NewStandard(), "ConditionalRequestConflict")
+		// Retries and failover are the backend's own (call), so that
+		// they can move between endpoints and stop at permanent errors.
+		o.Retryer = aws.NopRetryer{}
 	})
-	b := &Backend{client: client, transport: transport, bucket: opts.Bucket, probePrefix: probePrefix, log: log}
-
-	attrs := []any{slog.String("bucket", opts.Bucket), slog.String("endpoint", endpointForLog(opts.Endpoint)), slog.String("mode", string(mode))}
+	b := &Backend{
+		client: client, transport: transport, bucket: opts.Bucket, probePrefix: probePrefix,
+		mode: mode, eps: eps, log: log,
+		retry: retryPolicy{maxAttempts: opts.MaxAttempts, maxBackoff: opts.MaxBackoff},
+	}
+	attrs := []any{slog.String("bucket", opts.Bucket), slog.String("endpoints", strings.Join(b.Endpoints(), ",")), slog.String("mode", string(mode))}
 	switch mode {
 	case ConditionalOn:
-		b.conditional = true
-		log.InfoContext(ctx, "s3 backend: conditional writes forced on", attrs...)
+		b.caps.set(true)
+		log.InfoContext(ctx, "s3 backend: conditional writes forced on; lock mode compare-and-swap (conditional=on: the operator vouches for the server)", attrs...)
 	case ConditionalOff:
-		log.InfoContext(ctx, "s3 backend: conditional writes forced off", attrs...)
-	case ConditionalAuto:
-		res, err := b.Probe(ctx)
-		if err != nil {
-			b.Close()
-			return nil, err
-		}
-		b.conditional = res.Supported
-		log.InfoContext(ctx, "s3 backend: conditional-write probe", append(attrs,
-			slog.Bool("conditional_writes", res.Supported),
-			slog.Bool("put_conditions", res.PutConditions),
-			slog.Bool("delete_conditions", res.DeleteConditions),
-			slog.String("evidence", res.Evidence))...)
+		b.caps.set(false)
+		log.InfoContext(ctx, "s3 backend: conditional writes forced off; lock mode claims (conditional=off)", attrs...)
 	}
 	return b, nil
 }
@@ -195,17 +224,27 @@ func awsConfig(ctx context.Context, opts Options) (aws.Config, error) {
 	return cfg, nil
 }
 
-func endpointForLog(e string) string {
-	if e == "" {
-		return "aws"
+// Endpoints returns the base URLs the backend sends its requests to, in
+// order of preference; "aws" when the SDK resolves AWS's.
+func (b *Backend) Endpoints() []string {
+	if len(b.eps.urls) == 0 {
+		return []string{"aws"}
 	}
-	return e
+	return append([]string(nil), b.eps.urls...)
+}
+
+// CurrentEndpoint returns the endpoint requests go to now: the first one,
+// or the one the last failover moved to.
+func (b *Backend) CurrentEndpoint() string {
+	i, _ := b.eps.get()
+	return b.eps.name(i)
 }
 
 // Capabilities implements backend.Backend. ConditionalWrites is the probe's
-// finding (ConditionalAuto) or the forced mode.
+// finding (ConditionalAuto, once resolved; false before) or the forced
+// mode.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ConditionalWrites: b.conditional}
+	return backend.Capabilities{ConditionalWrites: b.caps.conditional()}
 }
 
 // Close releases the backend's idle connections. The backend must not be
@@ -231,7 +270,8 @@ func (b *Backend) usable(op, key string) error {
 // Bucket returns the bucket's name.
 func (b *Backend) Bucket() string { return b.bucket }
 
-// Get implements backend.Backend.
+// Get implements backend.Backend. The object's Now is the Date of the
+// GetObject response.
 func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return nil, backend.Object{}, err
@@ -239,21 +279,29 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 	if err := b.usable("get", key); err != nil {
 		return nil, backend.Object{}, err
 	}
-	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &b.bucket, Key: &key})
+	in := &s3.GetObjectInput{Bucket: &b.bucket, Key: &key}
+	var out *s3.GetObjectOutput
+	err := b.call(ctx, "get", key, false, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+		out, err = b.client.GetObject(ctx, in, ep)
+		return err
+	})
 	if err != nil {
-		return nil, backend.Object{}, b.mapErr(ctx, "get", key, false, err)
+		return nil, backend.Object{}, err
 	}
+	now, _ := awsmiddleware.GetServerTime(out.ResultMetadata)
 	return out.Body, backend.Object{
 		Key:     key,
 		Size:    aws.ToInt64(out.ContentLength),
 		Version: aws.ToString(out.ETag),
 		ModTime: aws.ToTime(out.LastModified),
+		Now:     now,
 	}, nil
 }
 
-// Put implements backend.Backend. The returned ModTime is the server's Date
-// header of the PutObject response (S3 does not return Last-Modified on
-// writes); it can differ from a later listing's by the second it took.
+// Put implements backend.Backend. The returned ModTime and Now are the
+// server's Date header of the PutObject response (S3 does not return
+// Last-Modified on writes); ModTime can differ from a later listing's by
+// the second it took.
 func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return backend.Object{}, err
@@ -264,7 +312,6 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	in := &s3.PutObjectInput{
 		Bucket:        &b.bucket,
 		Key:           &key,
-		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 	}
 	op := "put"
@@ -278,21 +325,28 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 		op = "put if version " + opts.IfVersion
 		in.IfMatch = aws.String(opts.IfVersion)
 	}
-	if in.IfNoneMatch != nil || in.IfMatch != nil {
-		if !b.conditional {
-			return backend.Object{}, b.unsupported(op, key)
+	conditional := in.IfNoneMatch != nil || in.IfMatch != nil
+	if conditional {
+		if err := b.conditionalAllowed(op, key); err != nil {
+			return backend.Object{}, err
 		}
 	}
-	out, err := b.client.PutObject(ctx, in)
+	var out *s3.PutObjectOutput
+	err := b.call(ctx, op, key, conditional, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+		in.Body = bytes.NewReader(data) // each attempt sends the whole body
+		out, err = b.client.PutObject(ctx, in, ep)
+		return err
+	})
 	if err != nil {
-		return backend.Object{}, b.mapErr(ctx, op, key, in.IfNoneMatch != nil || in.IfMatch != nil, err)
+		return backend.Object{}, err
 	}
-	mod, _ := awsmiddleware.GetServerTime(out.ResultMetadata)
+	now, _ := awsmiddleware.GetServerTime(out.ResultMetadata)
 	return backend.Object{
 		Key:     key,
 		Size:    int64(len(data)),
 		Version: aws.ToString(out.ETag),
-		ModTime: mod,
+		ModTime: now,
+		Now:     now,
 	}, nil
 }
 
@@ -311,8 +365,8 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 	op := "delete"
 	if opts.IfVersion != "" {
 		op = "delete if version " + opts.IfVersion
-		if !b.conditional {
-			return b.unsupported(op, key)
+		if err := b.conditionalAllowed(op, key); err != nil {
+			return err
 		}
 		in.IfMatch = aws.String(opts.IfVersion)
 		// Some servers (versitygw) answer 204 to a conditional delete of
@@ -320,24 +374,32 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 		// condition; look first. If the object vanishes between the two
 		// requests the delete still reports success, which leaves the
 		// caller with what it asked for: no object of that version.
-		head, err := b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key})
+		var head *s3.HeadObjectOutput
+		err := b.call(ctx, op, key, true, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+			head, err = b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key}, ep)
+			return err
+		})
 		if err != nil {
-			return b.mapErr(ctx, op, key, true, err)
+			return err
 		}
 		if aws.ToString(head.ETag) != opts.IfVersion {
 			return fmt.Errorf("s3: %s %q in bucket %q: the object has version %s: %w",
 				op, key, b.bucket, aws.ToString(head.ETag), backend.ErrPreconditionFailed)
 		}
 	}
-	if _, err := b.client.DeleteObject(ctx, in); err != nil {
-		return b.mapErr(ctx, op, key, in.IfMatch != nil, err)
-	}
-	return nil
+	return b.call(ctx, op, key, in.IfMatch != nil, func(ctx context.Context, ep func(*s3.Options)) error {
+		_, err := b.client.DeleteObject(ctx, in, ep)
+		return err
+	})
 }
 
 // List implements backend.Backend. ListObjectsV2 returns keys in UTF-8
 // byte order, which is Go's string order; pages are fetched as fn
-// consumes them. Leftovers of an interrupted probe are hidden.
+// consumes them, each with the backend's retries, possibly from another
+// endpoint than the page before (continuation tokens are the server's to
+// make portable; Garage's encode the key to resume after). Every object's
+// Now is the Date of its page's response. Leftovers of an interrupted
+// probe are hidden.
 func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return err
@@ -346,15 +408,21 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		return err
 	}
 	in := &s3.ListObjectsV2Input{Bucket: &b.bucket}
+	op := "list"
 	if prefix != "" {
 		in.Prefix = &prefix
+		op = "list prefix"
 	}
-	pages := s3.NewListObjectsV2Paginator(b.client, in)
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+	for {
+		var page *s3.ListObjectsV2Output
+		err := b.call(ctx, op, prefix, false, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+			page, err = b.client.ListObjectsV2(ctx, in, ep)
+			return err
+		})
 		if err != nil {
-			return b.mapErr(ctx, "list prefix", prefix, false, err)
+			return err
 		}
+		now, _ := awsmiddleware.GetServerTime(page.ResultMetadata)
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
 			if b.isProbeKey(key) {
@@ -365,24 +433,33 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 				Size:    aws.ToInt64(o.Size),
 				Version: aws.ToString(o.ETag),
 				ModTime: aws.ToTime(o.LastModified),
+				Now:     now,
 			})
 			if err != nil {
 				return err
 			}
 		}
+		if !aws.ToBool(page.IsTruncated) || aws.ToString(page.NextContinuationToken) == "" {
+			return nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
 	}
-	return nil
 }
 
 // Now implements backend.Backend: the Date header of a HeadBucket
-// response, which needs the same permission as List.
+// response, which needs the same permission as List, from the endpoint
+// that answered it.
 func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 	if err := b.usable("read the clock of bucket", ""); err != nil {
 		return time.Time{}, err
 	}
-	out, err := b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b.bucket})
+	var out *s3.HeadBucketOutput
+	err := b.call(ctx, "read the clock of", "", false, func(ctx context.Context, ep func(*s3.Options)) (err error) {
+		out, err = b.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &b.bucket}, ep)
+		return err
+	})
 	if err != nil {
-		return time.Time{}, b.mapErr(ctx, "read the clock of", "", false, err)
+		return time.Time{}, err
 	}
 	t, ok := awsmiddleware.GetServerTime(out.ResultMetadata)
 	if !ok {
@@ -391,7 +468,16 @@ func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 	return t, nil
 }
 
-func (b *Backend) unsupported(op, key string) error {
+// conditionalAllowed refuses a conditional call unless conditional writes
+// are known to be enforced.
+func (b *Backend) conditionalAllowed(op, key string) error {
+	switch b.caps.state() {
+	case capsConditional:
+		return nil
+	case capsUnresolved:
+		return fmt.Errorf("s3: %s %q in bucket %q: the backend's capabilities were not resolved (conditional=auto probes the server at backend.ResolveCapabilities, which was not called or did not succeed): %w",
+			op, key, b.bucket, backend.ErrUnsupported)
+	}
 	return fmt.Errorf("s3: %s %q in bucket %q: conditional writes are not enabled on this backend (probe found none, or conditional=off): %w",
 		op, key, b.bucket, backend.ErrUnsupported)
 }

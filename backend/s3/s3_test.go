@@ -113,7 +113,7 @@ func TestGet_ReadsWhatAnotherClientWrote(t *testing.T) {
 	})
 }
 
-func TestNew_AutoProbe_LeavesNothingInTheBucket(t *testing.T) {
+func TestResolveCapabilities_AutoProbe_LeavesNothingInTheBucket(t *testing.T) {
 	eachServer(t, func(t *testing.T, srv oracleServer) {
 		bucket := srv.NewBucket(t)
 		newBackend(t, srv, bucket, s3.ConditionalAuto)
@@ -219,12 +219,22 @@ func TestMissingBucket_FailsNamingBucket_NeverNotFound(t *testing.T) {
 	eachServer(t, func(t *testing.T, srv oracleServer) {
 		opts := srv.Options("no-such-bucket-here")
 		opts.HTTPClient = httpClient(t)
-		_, err := s3.New(t.Context(), opts)
+		var log bytes.Buffer
+		opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		nb, err := s3.New(t.Context(), opts)
+		if err != nil {
+			t.Fatalf("New (which sends no request) failed: %v", err)
+		}
+		defer nb.Close()
+		_, err = nb.ResolveCapabilities(t.Context())
 		if err == nil {
-			t.Fatal("New with auto probe on a missing bucket succeeded")
+			t.Fatal("the auto probe on a missing bucket succeeded")
 		}
 		if !strings.Contains(err.Error(), "no-such-bucket-here") {
 			t.Errorf("error %q does not name the bucket", err)
+		}
+		if strings.Contains(log.String(), "probe object") {
+			t.Errorf("no probe object was written, yet the log speaks of one:\n%s", log.String())
 		}
 		b := newBackend(t, srv, "no-such-bucket-here", s3.ConditionalOff)
 		_, _, err = b.Get(t.Context(), "k")
@@ -254,17 +264,23 @@ func TestGet_Absent_NotFoundNamingKeyAndReachingSDKError(t *testing.T) {
 	}
 }
 
-func TestNew_LogsProbeOutcome(t *testing.T) {
+func TestResolveCapabilities_LogsProbeOutcomeAndLockMode(t *testing.T) {
 	srv := garage.Start(t)
 	var buf bytes.Buffer
 	opts := srv.Options(srv.NewBucket(t))
 	opts.Logger = slog.New(slog.NewTextHandler(&buf, nil))
 	opts.HTTPClient = httpClient(t)
-	if _, err := s3.New(t.Context(), opts); err != nil {
+	b, err := s3.New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.ResolveCapabilities(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	log := buf.String()
-	for _, want := range []string{"conditional-write probe", "conditional_writes=false", "If-None-Match", opts.Bucket} {
+	for _, want := range []string{"conditional-write probe: lock mode claims: PutObject with If-None-Match: * on an existing object was carried out (header ignored)",
+		"lock_mode=claims", "conditional_writes=false", opts.Bucket} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -280,6 +296,9 @@ func TestClose_ReleasesConnectionGoroutines_ThenRefusesUse(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	b, err := s3.New(t.Context(), opts) // the backend's own HTTP client
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ResolveCapabilities(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Put(t.Context(), "k", []byte("x"), backend.PutOptions{}); err != nil {
@@ -325,6 +344,9 @@ func TestURLAndEnv_OpenTheBucketThroughTheAWSChain(t *testing.T) {
 			t.Fatalf("s3.New from the URL with credentials from the environment: %v", err)
 		}
 		t.Cleanup(func() { b.Close() })
+		if _, err := b.ResolveCapabilities(t.Context()); err != nil {
+			t.Fatalf("probe with credentials from the environment: %v", err)
+		}
 		key := root + "/.cairn-state/x"
 		if _, err := b.Put(t.Context(), key, []byte("via the chain"), backend.PutOptions{}); err != nil {
 			t.Fatal(err)
@@ -356,9 +378,14 @@ func TestNew_WrongRegionOrSecret_FailsWithAHint(t *testing.T) {
 			opts.HTTPClient = httpClient(t)
 			opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 			tc.edit(&opts)
-			_, err := s3.New(t.Context(), opts)
+			b, err := s3.New(t.Context(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			_, err = b.ResolveCapabilities(t.Context())
 			if err == nil || !strings.Contains(err.Error(), tc.hint) {
-				t.Errorf("New = %v, want an error with the hint %q", err, tc.hint)
+				t.Errorf("ResolveCapabilities = %v, want an error with the hint %q", err, tc.hint)
 			}
 			if err != nil && strings.Contains(err.Error(), srv.SecretKey) {
 				t.Error("the error contains the secret key")

@@ -1,8 +1,21 @@
 // Package garage starts a real Garage (Deuxfleurs' S3 store) for a test: a
-// throwaway single-node cluster on loopback with its layout applied and a
-// key that may create buckets. Garage accepts conditional-write headers
+// throwaway single node ([Start]) or a cluster of several nodes as Garage's
+// users run it ([StartCluster]: each node with its own ports and
+// directories, connected, one layout with three copies, and per-node Kill,
+// Stop, Pause, Resume and Restart), on loopback with the layout applied and
+// a key that may create buckets. Garage accepts conditional-write headers
 // and ignores them, so this is where the no-compare-and-swap path of the
-// backend and the advisory lock run against a real server.
+// backend and the lock run against a real server.
+//
+// A cluster's URL lists every node's endpoint, so a backend opened from it
+// fails over between them:
+//
+//	c := garage.StartCluster(t, 3)
+//	bucket := c.NewBucket(t)
+//	b := c.Backend(t, bucket)           // an s3 backend on all three nodes
+//	url := c.URL(bucket, "apps/one")    // the same, for a child process (with c.Env())
+//	c.Nodes[0].Kill(t)                  // SIGKILL one node; b moves on
+//	oracle := c.Nodes[1].Minio(t)       // read what one node serves
 //
 // # Where Garage comes from
 //
@@ -25,6 +38,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,19 +108,32 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
-// config is a throwaway single-node configuration (Garage v2 syntax).
-func config(metaDir, dataDir, rpcAddr, s3Addr string) string {
+// config is a throwaway node's configuration (Garage v2 syntax). The nodes
+// of one cluster share rpcSecret, the replication factor and opts;
+// rpcPublic is the address other nodes reach this one at (none when
+// empty).
+func config(metaDir, dataDir, rpcBind, rpcPublic, s3Addr, rpcSecret string, replication int, opts ClusterOptions) string {
+	var extra strings.Builder
+	if rpcPublic != "" {
+		fmt.Fprintf(&extra, "rpc_public_addr = %q\n", rpcPublic)
+	}
+	if opts.ConsistencyMode != "" {
+		fmt.Fprintf(&extra, "consistency_mode = %q\n", opts.ConsistencyMode)
+	}
+	if opts.RPCTimeout > 0 {
+		fmt.Fprintf(&extra, "rpc_timeout_msec = %d\n", opts.RPCTimeout.Milliseconds())
+	}
 	return fmt.Sprintf(`metadata_dir = %q
 data_dir = %q
 db_engine = "sqlite"
-replication_factor = 1
+replication_factor = %d
 rpc_bind_addr = %q
 rpc_secret = %q
-
+%s
 [s3_api]
 s3_region = %q
 api_bind_addr = %q
-`, metaDir, dataDir, rpcAddr, randomHex(32), Region, s3Addr)
+`, metaDir, dataDir, replication, rpcBind, rpcSecret, extra.String(), Region, s3Addr)
 }
 
 func startProcess(t testing.TB, bin string, attempt int) (*Server, *testutil.Process, error) {
@@ -114,7 +141,7 @@ func startProcess(t testing.TB, bin string, attempt int) (*Server, *testutil.Pro
 	s3Addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	rpcAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
 	cfgPath := filepath.Join(dir, "garage.toml")
-	cfg := config(filepath.Join(dir, "meta"), filepath.Join(dir, "data"), rpcAddr, s3Addr)
+	cfg := config(filepath.Join(dir, "meta"), filepath.Join(dir, "data"), rpcAddr, rpcAddr, s3Addr, randomHex(32), 1, ClusterOptions{})
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, nil, err
 	}
@@ -196,6 +223,70 @@ func (s *Server) setup(ctx context.Context) error {
 	}
 }
 
+// NewKey creates an access key allowed what allow grants on bucket —
+// any of "read", "write", "owner" (Garage's `bucket allow` flags); none
+// gives a key with no access to it — and returns its credentials. Use it
+// to test what a restricted key may do.
+func (s *Server) NewKey(t testing.TB, bucket string, allow ...string) (accessKey, secretKey string) {
+	t.Helper()
+	return newKey(t, s.cli, bucket, allow...)
+}
+
+// newKey imports a fresh key through cli and grants it allow on bucket.
+func newKey(t testing.TB, cli func(context.Context, ...string) ([]byte, error), bucket string, allow ...string) (string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	access, secret := "GK"+randomHex(12), randomHex(32)
+	if _, err := cli(ctx, "key", "import", "--yes", "-n", "cairn-test-restricted", access, secret); err != nil {
+		t.Fatalf("garage key import: %v", err)
+	}
+	// A bucket made over S3 is known by a name local to the key that made
+	// it; give the new key the same local name for it.
+	list, err := cli(ctx, "bucket", "list")
+	if err != nil {
+		t.Fatalf("garage bucket list: %v", err)
+	}
+	id := ""
+	for line := range strings.Lines(string(list)) {
+		f := strings.Fields(line)
+		if len(f) > 1 && slices.ContainsFunc(f[1:], func(alias string) bool {
+			return alias == bucket || strings.HasSuffix(alias, ":"+bucket) // global, or KEY:local
+		}) {
+			id = f[0]
+			break
+		}
+	}
+	if id == "" {
+		t.Fatalf("garage NewKey: bucket %q not in `garage bucket list`:\n%s", bucket, list)
+	}
+	info, err := cli(ctx, "bucket", "info", id)
+	if err != nil {
+		t.Fatalf("garage bucket info: %v", err)
+	}
+	if full := bucketID.FindString(string(info)); full != "" {
+		id = full
+	}
+	if _, err := cli(ctx, "bucket", "alias", "--local", access, id, bucket); err != nil {
+		t.Fatalf("garage bucket alias: %v", err)
+	}
+	if len(allow) > 0 {
+		args := []string{"bucket", "allow"}
+		for _, a := range allow {
+			switch a {
+			case "read", "write", "owner":
+				args = append(args, "--"+a)
+			default:
+				t.Fatalf("garage NewKey: unknown permission %q (want read, write or owner)", a)
+			}
+		}
+		if _, err := cli(ctx, append(args, id, "--key", access)...); err != nil {
+			t.Fatalf("garage bucket allow: %v", err)
+		}
+	}
+	return access, secret
+}
+
 // CLI runs a garage command against this node (`garage -c CONFIG ARGS…`,
 // or through `docker exec` in container mode) and returns its output.
 func (s *Server) CLI(t testing.TB, args ...string) string {
@@ -209,7 +300,10 @@ func (s *Server) CLI(t testing.TB, args ...string) string {
 	return string(out)
 }
 
-var nodeID = regexp.MustCompile(`[0-9a-f]{64}`)
+var (
+	nodeID   = regexp.MustCompile(`[0-9a-f]{64}`)
+	bucketID = regexp.MustCompile(`[0-9a-f]{64}`)
+)
 
 func run(ctx context.Context, bin string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)

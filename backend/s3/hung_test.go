@@ -1,0 +1,223 @@
+//go:build linux
+
+package s3_test
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/s3"
+)
+
+// An endpoint that accepts connections and never answers — a hung server,
+// a proxy with a dead upstream — must not hang its caller: with the
+// default options one operation fails within 30 s, naming the endpoint and
+// the timeout. (cairn-state ls printed nothing for 120 s against one.)
+func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	conns := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(conns)
+				return
+			}
+			conns <- c
+			go io.Copy(io.Discard, c) // read the request, answer nothing
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		for c := range conns {
+			c.Close()
+		}
+	})
+	endpoint := "http://" + l.Addr().String()
+	b := defaultBackend(t, endpoint)
+	start := time.Now()
+	err = b.List(t.Context(), "", func(backend.Object) error { return nil })
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("List against a server that never answers succeeded")
+	}
+	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > 30*time.Second {
+		t.Errorf("List took %v, want at most 30s with the default timeouts", elapsed)
+	}
+	if elapsed < s3.DefaultResponseTimeout {
+		t.Errorf("List gave up after %v, before one response timeout (%v)", elapsed, s3.DefaultResponseTimeout)
+	}
+	for _, want := range []string{endpoint, "sent no response headers within 8s", "response timeout", "3 attempts"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrPermission) {
+		t.Errorf("a hung endpoint reads as %v", err)
+	}
+	var timeout interface{ Timeout() bool }
+	if !errors.As(err, &timeout) || !timeout.Timeout() {
+		t.Errorf("error %v does not report Timeout()", err)
+	}
+}
+
+// A listener that never accepts: its backlog is full, so connecting hangs
+// (SYNs are dropped). The connect timeout gives it up.
+func TestHungEndpoint_NeverAccepts_ConnectTimeoutNamesIt(t *testing.T) {
+	t.Parallel()
+	addr := fullBacklogListener(t)
+	endpoint := "http://" + addr
+	b := defaultBackend(t, endpoint)
+	start := time.Now()
+	_, err := b.Put(t.Context(), "k", []byte("v"), backend.PutOptions{})
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("Put against a listener that never accepts succeeded")
+	}
+	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > 30*time.Second {
+		t.Errorf("Put took %v, want at most 30s with the default timeouts", elapsed)
+	}
+	for _, want := range []string{endpoint, "did not accept a connection within 5s", "connect timeout"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// fullBacklogListener returns the address of a listening socket whose
+// accept queue (backlog 0: one connection) is already full and which never
+// accepts.
+func fullBacklogListener(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
+	filler, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { filler.Close() })
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Fatal("test bug: the listener's backlog is not full")
+	}
+	return addr
+}
+
+// defaultBackend opens a backend on endpoint with every timeout and retry
+// at its default, as a user's URL without options would.
+func defaultBackend(t *testing.T, endpoint string) *s3.Backend {
+	t.Helper()
+	opts, _, err := s3.ParseURL("s3://b?region=us-east-1&endpoint=" + endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Credentials = credentials.NewStaticCredentialsProvider("AK", "SK", "")
+	opts.HTTPClient = httpClient(t)
+	b, err := s3.New(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// A stopped server (connection refused) is retried briefly — a restart
+// takes a moment — and reported naming it, well within a second.
+func TestStoppedEndpoint_ConnectionRefused_FailsFastNamingIt(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String()
+	l.Close()
+	b := defaultBackend(t, endpoint)
+	start := time.Now()
+	_, _, err = b.Get(t.Context(), "k")
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("Get against a closed port succeeded")
+	}
+	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > time.Second {
+		t.Errorf("Get took %v against a refused connection", elapsed)
+	}
+	for _, want := range []string{endpoint, "3 attempts", "connection refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// A server that accepts and never reads: a large request body stops
+// flowing once the socket buffers are full, and the response timeout
+// gives it up then, not after the attempt timeout.
+func TestHungEndpoint_NeverReadsTheBody_GivenUpAfterTheResponseTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(held)
+				return
+			}
+			held <- c // never read
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		for c := range held {
+			c.Close()
+		}
+	})
+	b := fakeBackend(t, "http://"+l.Addr().String(), nil, func(o *s3.Options) {
+		o.ResponseTimeout = 500 * time.Millisecond
+		o.MaxAttempts = 1
+	})
+	start := time.Now()
+	_, err = b.Put(t.Context(), "big", make([]byte, 64<<20), backend.PutOptions{})
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("Put to a server that never reads succeeded")
+	}
+	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
+	if elapsed > 10*time.Second {
+		t.Errorf("Put took %v; the body stopped flowing long before", elapsed)
+	}
+	if !strings.Contains(err.Error(), "stopped taking the request") {
+		t.Errorf("error %q does not say the server stopped taking the request", err)
+	}
+}
