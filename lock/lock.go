@@ -298,10 +298,11 @@ func (l *Lock) untilLost() time.Duration {
 }
 
 // beatContext bounds one heartbeat: cut off when Release begins, when the
-// lock is lost, after half an interval (so one hung request cannot eat the
-// lease), and by the request timeout.
+// lock is lost, and by the request timeout, so that one hung request does
+// not eat the lease (it is retried) while a backend that fails over to
+// another endpoint within its own timeouts still gets to.
 func (l *Lock) beatContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(l.ctx, min(l.o.RequestTimeout, max(l.o.HeartbeatInterval/2, time.Millisecond), l.untilLost()))
+	return context.WithTimeout(l.ctx, min(l.o.RequestTimeout, l.untilLost()))
 }
 
 // beat refreshes the lock once.
@@ -527,10 +528,19 @@ func (l *Lock) Release(ctx context.Context) error {
 	st, lossErr := l.state, l.err
 	if st == held {
 		l.state, l.err = released, ErrReleased
-		l.cancel(ErrReleased)
 	}
 	l.mu.Unlock()
+	// Let a heartbeat in flight finish rather than cut it off: a write cut
+	// off by the client may still land on the server, after the delete
+	// below, and bring back a lock (a claim, on storage without
+	// conditions) nobody holds. Its requests are bounded by
+	// RequestTimeout; ctx ending first cuts it off anyway.
 	l.stopOnce.Do(func() { close(l.stop) })
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	l.cancel(ErrReleased)
 	<-l.done
 	switch st {
 	case released:
@@ -568,6 +578,14 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 	}
 	le := &LostError{Reason: "found another lock at release; left it in place"}
 	if gone, rerr := l.scan.read(ctx, v.lock); rerr == nil && !gone && v.lock.readable {
+		if v.lock.rec.AcquisitionID == l.rec.AcquisitionID {
+			// Ours, at a version we did not see: a heartbeat that landed
+			// while Release cut off its answer.
+			if err := l.st.Delete(ctx, Name, store.DeleteOptions{IfVersion: v.lock.info.Version}); err != nil && !errors.Is(err, backend.ErrNotFound) {
+				return fmt.Errorf("lock: release: %w", err)
+			}
+			return nil
+		}
 		rec := v.lock.rec
 		le.Holder = &rec
 	}

@@ -29,7 +29,7 @@ func TestPutGetJSON_RoundTripKeepsSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Schema != 2 || doc.Value != (settingsV2{"dark", 14}) || doc.Info != info {
+	if doc.Schema != 2 || doc.Value != (settingsV2{"dark", 14}) || !sameObject(doc.Info, info) {
 		t.Fatalf("GetJSON = %+v, want schema 2, the value and the Put's info", doc)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,4 +309,38 @@ func testWaitForStale(t *testing.T, e *env) {
 	if _, err := st.WithFence(b).Put(e.ctx(), "app", []byte("b"), store.PutOptions{}); err != nil && !errors.Is(err, lock.ErrSuspended) {
 		t.Fatalf("write: %v", err)
 	}
+}
+
+// A release while a heartbeat is in flight lets it finish before deleting:
+// a heartbeat cut off by the client could still land on the server after
+// the delete and bring back a lock nobody holds (a claim, on storage
+// without conditions, that blocks everyone for the stale window).
+func testReleaseDuringHeartbeat(t *testing.T, e *env) {
+	var inFlight sync.Once
+	sent := make(chan struct{})
+	var holderKey atomic.Value // string
+	holderKey.Store("")
+	sl := &slow{Backend: e.b, delay: e.heartbeat() / 4, match: func(key string) bool {
+		if k := holderKey.Load().(string); k == "" || !strings.HasSuffix(key, k) {
+			return false
+		}
+		inFlight.Do(func() { close(sent) })
+		return true
+	}}
+	st := e.store(sl)
+	a := e.acquire(st, e.opts("pod-a"))
+	holderKey.Store(e.holderObject(a.Record()))
+	select {
+	case <-sent:
+	case <-time.After(2*e.heartbeat() + e.slack()):
+		t.Fatal("no heartbeat was sent")
+	}
+	if err := a.Release(e.ctx()); err != nil {
+		t.Fatalf("Release during a heartbeat: %v", err)
+	}
+	sl.wg.Wait() // every write the server was still carrying out has landed
+	if got := e.names(st); len(got) != 1 || !strings.HasPrefix(got[0], ".lock.d/epoch-") {
+		t.Fatalf("after the release the lock's objects are %q, want only the epoch marker", got)
+	}
+	e.acquire(st, e.opts("pod-b"))
 }

@@ -122,6 +122,7 @@ func Run(t *testing.T, h Harness) {
 		{"Release_DeletesLockAndFences", testRelease, ""},
 		{"HeartbeatFindsOtherHolder_ReportsLoss", testLossDetected, ""},
 		{"ReleaseRacingTakeover_ReportsLostAndLeavesNewHolder", testReleaseRacingTakeover, ""},
+		{"ReleaseDuringHeartbeat_NoLockBroughtBack", testReleaseDuringHeartbeat, ""},
 		{"BriefOutage_SuspendsThenResumes", testBriefOutage, ""},
 		{"LongOutage_Lost", testLongOutage, ""},
 		{"PausedPastStaleWindow_LosesAndWritesRefused", testPausedHolder, ""},
