@@ -171,7 +171,7 @@ func checkAcksReadBack(t *testing.T, c *garage.Cluster, bucket string, env *enve
 func clusterOpts(id string) lock.Options {
 	return lock.Options{InstanceID: id, HeartbeatInterval: 2 * time.Second, StaleAfter: 12 * time.Second,
 		RequestTimeout: 8 * time.Second, // above the client's 3 s response timeout plus Garage's 2 s RPC timeout: room to fail over
-		Logger: slog.New(slog.NewTextHandler(testOutput{}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger:         slog.New(slog.NewTextHandler(testOutput{}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 }
 
 type testOutput struct{}
