@@ -57,7 +57,7 @@ func TestLock_Cluster(t *testing.T) {
 	t.Parallel()
 	c := garage.StartCluster(t, 3)
 	h := serverHarness(func(t *testing.T) backend.Backend { return clusterBackend(t, c, c.NewBucket(t), "", 0) })
-	h.RaceTrials = 20
+	h.RaceTrials, h.DelayedRaceTrials = 10, 1 // the racing test below runs 2 × 20 on the cluster
 	locktest.Run(t, h)
 }
 
@@ -168,41 +168,40 @@ func checkAcksReadBack(t *testing.T, c *garage.Cluster, bucket string, env *enve
 // milliseconds, a failover up to the client's response timeout, 3 s; a
 // heartbeat that waits for one suspends the fence for a moment, and the
 // next confirmed heartbeat reopens it).
-func clusterOpts(id string) lock.Options {
+func clusterOpts(t testing.TB, id string) lock.Options {
 	return lock.Options{InstanceID: id, HeartbeatInterval: 2 * time.Second, StaleAfter: 12 * time.Second,
 		RequestTimeout: 8 * time.Second, // above the client's 3 s response timeout plus Garage's 2 s RPC timeout: room to fail over
-		Logger:         slog.New(slog.NewTextHandler(testOutput{}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		Logger:         slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})).With("instance", id)}
 }
 
-type testOutput struct{}
-
-func (testOutput) Write(p []byte) (int, error) { return len(p), nil }
-
-// startHolder takes the lock on the cluster and writes through its fence
-// until the test ends.
-func startClusterHolder(t *testing.T, st *store.Store) (*lock.Lock, *fencedWriter) {
+// startClusterHolder takes the lock on the cluster and writes through its
+// fence until stopWriting is called (or the test ends).
+func startClusterHolder(t *testing.T, st *store.Store) (l *lock.Lock, w *fencedWriter, stopWriting func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := lock.Acquire(ctx, st, clusterOpts("pod-a"))
+	l, err := lock.Acquire(ctx, st, clusterOpts(t, "pod-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &fencedWriter{st: st.WithFence(l)}
+	w = &fencedWriter{st: st.WithFence(l)}
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(wctx) }()
+	var once sync.Once
+	stopWriting = func() { once.Do(func() { stop(); <-done }) }
 	t.Cleanup(func() {
-		stop()
-		<-done
+		stopWriting()
 		_ = l.Release(context.Background())
 	})
-	return l, w
+	return l, w, stopWriting
 }
 
 // neverSecondHolder tries to acquire as another instance every half
-// second until stop is closed, and fails the test if it ever succeeds.
-func neverSecondHolder(t *testing.T, st *store.Store, stop <-chan struct{}) *sync.WaitGroup {
+// second until the returned function is called (or the test ends), and
+// fails the test if it ever succeeds.
+func neverSecondHolder(t *testing.T, st *store.Store) (stopTrying func()) {
+	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -214,7 +213,7 @@ func neverSecondHolder(t *testing.T, st *store.Store, stop <-chan struct{}) *syn
 			case <-time.After(500 * time.Millisecond):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			l, err := lock.Acquire(ctx, st, clusterOpts("pod-b"))
+			l, err := lock.Acquire(ctx, st, clusterOpts(t, "pod-b"))
 			cancel()
 			if err == nil {
 				_ = l.Release(context.Background())
@@ -226,7 +225,10 @@ func neverSecondHolder(t *testing.T, st *store.Store, stop <-chan struct{}) *syn
 			}
 		}
 	}()
-	return &wg
+	var once sync.Once
+	stopTrying = func() { once.Do(func() { close(stop); wg.Wait() }) }
+	t.Cleanup(stopTrying)
+	return stopTrying
 }
 
 // Node loss: SIGKILL the node the holder's client talks to while it
@@ -241,10 +243,8 @@ func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T)
 	bucket := c.NewBucket(t)
 	env := clusterEnvelope(t)
 	b := clusterBackend(t, c, bucket, "", 3*time.Second)
-	l, w := startClusterHolder(t, openOn(t, b, env))
-	stop := make(chan struct{})
-	wg := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env), stop)
-	defer func() { close(stop); wg.Wait() }()
+	l, w, stopWriting := startClusterHolder(t, openOn(t, b, env))
+	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env))
 
 	waitUntil(t, 30*time.Second, "20 fenced writes", func() bool { return w.count() >= 20 })
 	victim := c.NodeAt(b.CurrentEndpoint())
@@ -253,7 +253,7 @@ func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T)
 	waitUntil(t, 30*time.Second, "a fenced write after the kill", func() bool { _, ok := w.firstAckAfter(killed); return ok })
 	next, _ := w.firstAckAfter(killed)
 	t.Logf("node %d killed under the holder: next acknowledged fenced write after %s", victim.Index+1, next.Sub(killed).Round(time.Millisecond))
-	time.Sleep(3 * clusterOpts("").HeartbeatInterval)
+	time.Sleep(3 * clusterOpts(t, "").HeartbeatInterval)
 	if isLostLock(l) {
 		t.Fatalf("the holder lost its lock over a node loss: %v", l.Err())
 	}
@@ -266,9 +266,8 @@ func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T)
 	if len(errs) > 0 {
 		t.Errorf("%d fenced writes failed; the first: %v", len(errs), errs[0])
 	}
-	close(stop)
-	wg.Wait()
-	stop = make(chan struct{})
+	stopTrying()
+	stopWriting()
 	checkAcksReadBack(t, c, bucket, env, w, c.Running())
 }
 
@@ -282,18 +281,17 @@ func TestLock_Cluster_NodePausedPastStaleWindow_NoSecondHolderNoAckLost(t *testi
 	bucket := c.NewBucket(t)
 	env := clusterEnvelope(t)
 	b := clusterBackend(t, c, bucket, "", 3*time.Second)
-	l, w := startClusterHolder(t, openOn(t, b, env))
-	stop := make(chan struct{})
-	wg := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env), stop)
+	l, w, stopWriting := startClusterHolder(t, openOn(t, b, env))
+	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env))
 
 	waitUntil(t, 30*time.Second, "20 fenced writes", func() bool { return w.count() >= 20 })
 	victim := c.NodeAt(b.CurrentEndpoint())
 	victim.Pause(t)
-	time.Sleep(clusterOpts("").StaleAfter + 2*time.Second)
+	time.Sleep(clusterOpts(t, "").StaleAfter + 2*time.Second)
 	victim.Resume(t)
-	time.Sleep(2 * clusterOpts("").HeartbeatInterval)
-	close(stop)
-	wg.Wait()
+	time.Sleep(2 * clusterOpts(t, "").HeartbeatInterval)
+	stopTrying()
+	stopWriting()
 	if isLostLock(l) {
 		t.Fatalf("the holder lost its lock while a node was paused: %v", l.Err())
 	}
@@ -340,7 +338,7 @@ func TestLock_Cluster_RacingAcquirers_OneWinnerWithAllNodesAndWithOneDown(t *tes
 					defer wg.Done()
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
-					l, err := lock.Acquire(ctx, st, clusterOpts(fmt.Sprintf("racer-%d", i)))
+					l, err := lock.Acquire(ctx, st, clusterOpts(t, fmt.Sprintf("racer-%d", i)))
 					if err != nil {
 						if !errors.Is(err, lock.ErrHeld) {
 							t.Errorf("trial %d: racer %d: %v", trial, i, err)

@@ -417,14 +417,48 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	if !suspended {
 		return nil
 	}
+	// Our fence was suspended: within the long lease (not lost yet) only
+	// an acquirer with our instance id can have judged our claim dead (it
+	// watched it miss a heartbeat); an acquirer with another id waits for
+	// the stale window, which has not passed. So a live claim with our id,
+	// or one we cannot read, may be confirming: yield to it. Other ids'
+	// intents are acquirers that will find our claim live and back off.
 	a := l.judgeAs()
-	d, err := a.decide(ctx, v, rec.AcquisitionID)
-	if err == nil && d.kind == vTake && !d.backoff {
+	now := time.Now()
+	confirmed := map[string]bool{}
+	for _, e := range v.helds {
+		confirmed[e.acq] = true
+	}
+	var threat *entry
+	for _, e := range append(append([]*entry{}, v.records()...), v.intents...) {
+		if e.acq == rec.AcquisitionID || e.name == l.name || e.kind == kindIntent && confirmed[e.acq] {
+			continue
+		}
+		if e.kind == kindIntent && !a.intentLive(e, now) {
+			continue
+		}
+		if gone, err := l.scan.read(ctx, e); err != nil || gone {
+			if err != nil {
+				threat = e // cannot tell: do not reopen
+			}
+			continue
+		}
+		if e.kind != kindIntent {
+			if vd := a.judge(e, now); vd.kind == vTake {
+				continue // stale, dead, junk: nobody confirming
+			}
+		}
+		if !e.readable || e.rec.InstanceID == rec.InstanceID {
+			threat = e
+			break
+		}
+	}
+	if threat == nil {
 		return nil
 	}
-	le := &LostError{Reason: "the lock was not confirmed for longer than its lease, and another instance's claim is live: it may have judged ours dead; stopped writing"}
-	if d.held != nil && d.held.Unreadable == "" {
-		h := d.held.Holder
+	le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and a live claim (%s) of our instance id, or one this instance cannot read, may have judged ours dead; stopped writing", threat.name)}
+	if threat.readable {
+		h := threat.rec
 		le.Holder = &h
 	}
 	return le

@@ -344,3 +344,39 @@ func testReleaseDuringHeartbeat(t *testing.T, e *env) {
 	}
 	e.acquire(st, e.opts("pod-b"))
 }
+
+// A storage hiccup that suspends the holder's fence while another instance
+// is acquiring (its intent in sight) does not end the holder: within the
+// stale window only an acquirer with the holder's own instance id can have
+// judged it dead, so the holder reopens its fence over other ids'
+// attempts — and yields to one with its own id (claims mode; in
+// compare-and-swap mode the conditional write alone decides).
+func testSuspendedWithContender(t *testing.T, e *env) {
+	for _, c := range []struct {
+		name     string
+		id       string
+		wantLost bool
+	}{{"AnotherID_Reopens", "pod-b", false}, {"SameID_Yields", "pod-a", e.mode == lock.ModeClaims}} {
+		e.part(t, c.name, func(t *testing.T) {
+			f := fault.New(e.b)
+			st := e.storeRoot(f, "suspended-"+c.name)
+			a := e.acquire(st, e.opts("pod-a"))
+			f.SetUnavailable(true)
+			eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
+			// An acquisition in progress, written while the holder cannot
+			// reach the storage.
+			intent := e.foreign(c.id)
+			intent.State, intent.Epoch = lock.StateIntent, 0
+			e.putRecord(e.storeRoot(nil, "suspended-"+c.name), intentClaim(intent.AcquisitionID), intent)
+			f.SetUnavailable(false)
+			if c.wantLost {
+				eventually(t, 2*e.heartbeat()+e.slack(), "the suspended holder yields to an intent with its own id", func() bool { return isLost(a) })
+				return
+			}
+			eventually(t, 2*e.heartbeat()+e.slack(), "the fence reopens", func() bool { return a.Err() == nil })
+			if isLost(a) {
+				t.Fatalf("the holder lost its lock over a hiccup and another id's intent: %v", a.Err())
+			}
+		})
+	}
+}

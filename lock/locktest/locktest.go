@@ -125,6 +125,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReleaseDuringHeartbeat_NoLockBroughtBack", testReleaseDuringHeartbeat, ""},
 		{"BriefOutage_SuspendsThenResumes", testBriefOutage, ""},
 		{"LongOutage_Lost", testLongOutage, ""},
+		{"SuspendedWhileAnotherIDTries_ReopensNotLost", testSuspendedWithContender, ""},
 		{"PausedPastStaleWindow_LosesAndWritesRefused", testPausedHolder, ""},
 		{"StalledFencedWriteAcrossTakeover_CutOffNeverLands", testStalledFencedWrite, ""},
 		{"HungHeartbeatRequest_DoesNotEatTheLease", testHungHeartbeat, ""},
