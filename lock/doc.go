@@ -23,9 +23,9 @@
 //   - alive on this host with our instance id: refuse, as a duplicate
 //     instance id;
 //   - our instance id from a PID space we cannot probe (another host, a
-//     new PID namespace): watch it for one heartbeat interval and a half;
-//     refreshed meanwhile, refuse as a duplicate; not refreshed (a
-//     crash-restarted container), take it over;
+//     new PID namespace): watch it; refreshed twice meanwhile (a live
+//     process), refuse as a duplicate; not refreshed for one heartbeat
+//     interval and a half (a crash-restarted container), take it over;
 //   - unreadable — a key this process does not hold, garbage, a corrupt
 //     object file: refuse while it is fresh ("held by an instance whose
 //     key this process does not hold"), take it over with a warning once

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -66,6 +67,10 @@ type Lock struct {
 	// (lower epoch markers, dead claims); the heartbeat goroutine deletes
 	// them first, and Release waits for that.
 	cleanup []string
+	// mine are the acquisition ids of this acquisition's attempts: their
+	// claims, wherever they turn up (a confirm answered too late that
+	// landed anyway), are ours to delete and never a rival.
+	mine map[string]bool
 }
 
 func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
@@ -86,7 +91,12 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		version:   version,
 		confirmed: sent,
 		cleanup:   cleanup,
+		mine:      maps.Clone(a.mine),
 	}
+	if l.mine == nil {
+		l.mine = map[string]bool{}
+	}
+	l.mine[rec.AcquisitionID] = true
 	go l.heartbeat()
 	return l
 }
@@ -431,7 +441,7 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	}
 	var threat *entry
 	for _, e := range append(append([]*entry{}, v.records()...), v.intents...) {
-		if e.acq == rec.AcquisitionID || e.name == l.name || e.kind == kindIntent && confirmed[e.acq] {
+		if l.mine[e.acq] || e.name == l.name || e.kind == kindIntent && confirmed[e.acq] {
 			continue
 		}
 		if e.kind == kindIntent && !a.intentLive(e, now) {
@@ -490,7 +500,7 @@ func (l *Lock) judgeAs() *acquirer {
 	return &acquirer{
 		st: l.st, scan: l.scan, o: l.o, log: l.log, mode: l.mode,
 		self:     process{pid: l.rec.PID, ticks: l.rec.ProcessStartTicks, start: l.rec.ProcessStart, scope: l.rec.ProcessScope},
-		hostname: hostname, seen: watcher{}, mine: map[string]bool{l.rec.AcquisitionID: true},
+		hostname: hostname, seen: watcher{}, mine: l.mine,
 	}
 }
 
@@ -499,19 +509,19 @@ func (l *Lock) judgeAs() *acquirer {
 // up: nobody can be confirming while our fence is open) and intents older
 // than the intent window. Best effort.
 func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
-	if l.Err() != nil {
-		return
-	}
+	open := l.Err() == nil
 	var junk []string
 	for _, e := range v.helds {
-		if e.name != l.name {
+		// Our own earlier attempts are ours in any case; others' only
+		// while our fence is open.
+		if e.name != l.name && (l.mine[e.acq] || open) {
 			junk = append(junk, e.name)
 		}
 	}
 	a := l.judgeAs()
 	now := time.Now()
 	for _, e := range v.intents {
-		if e.acq == rec.AcquisitionID || !a.intentLive(e, now) {
+		if l.mine[e.acq] || open && !a.intentLive(e, now) {
 			junk = append(junk, e.name)
 		}
 	}

@@ -306,7 +306,9 @@ func testWaitForStale(t *testing.T, e *env) {
 		t.Fatalf("fence right after winning the lock: %v", b.Err())
 	}
 	never(t, 2*e.heartbeat(), "the standby lost the lock it had just won", func() bool { return isLost(b) })
-	if _, err := st.WithFence(b).Put(e.ctx(), "app", []byte("b"), store.PutOptions{}); err != nil && !errors.Is(err, lock.ErrSuspended) {
+	// A write goes through, or is refused by the fence if a heartbeat
+	// was late under load — never for having lost the lock.
+	if _, err := st.WithFence(b).Put(e.ctx(), "app", []byte("b"), store.PutOptions{}); err != nil && (!errors.Is(err, store.ErrFenced) || errors.Is(err, lock.ErrLost)) {
 		t.Fatalf("write: %v", err)
 	}
 }
