@@ -11,8 +11,10 @@ import (
 // checks) over the in-memory backend, without any network.
 //
 //	go test -run x -bench Mem -count 5 ./store
+//
+// With -args -store.bench-metrics it records metrics (see benchProvider).
 func BenchmarkMem(b *testing.B) {
-	st, _ := newStore(b, store.Options{})
+	st, _ := newStore(b, store.Options{MeterProvider: benchProvider(b)})
 	ctx := b.Context()
 	value := make([]byte, 4<<10)
 	rand.Read(value)
