@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/state/backend"
 )
@@ -16,7 +17,9 @@ import (
 // invalid prefix fails with a *NameError.
 func (s *Store) List(ctx context.Context, prefix string, fn func(Info) error) (err error) {
 	var fnErr error
-	defer s.c.metrics.endList(ctx, s.c.metrics.begin(), &err, &fnErr)
+	if m := s.c.metrics; m != nil {
+		defer m.endList(ctx, time.Now(), &err, &fnErr)
+	}
 	if err := validatePrefix(prefix); err != nil {
 		return fmt.Errorf("store: list: %w", err)
 	}

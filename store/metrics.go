@@ -132,9 +132,9 @@ const (
 // OpenTelemetry semantic conventions' HTTP duration buckets).
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
-// storeMetrics holds a store's instruments. A nil *storeMetrics is the
-// store without a MeterProvider: every method returns at once, reads no
-// clock and allocates nothing.
+// storeMetrics holds a store's instruments. A store without a
+// MeterProvider has none (nil): its operations skip the hooks (see end),
+// and moved returns at once.
 type storeMetrics struct {
 	duration metric.Float64Histogram
 	io       metric.Int64Counter
@@ -176,31 +176,23 @@ func newStoreMetrics(mp metric.MeterProvider) (*storeMetrics, error) {
 	return m, nil
 }
 
-// begin returns when an operation starts; the zero time, without reading
-// the clock, when metrics are off.
-func (m *storeMetrics) begin() time.Time {
-	if m == nil {
-		return time.Time{}
-	}
-	return time.Now()
-}
-
 // end records an operation of kind o that began at start and returned
-// *err. It is deferred by each operation: `defer s.c.metrics.end(ctx, opGet,
-// s.c.metrics.begin(), &err)`.
+// *err. Each operation defers it only when metrics are on:
+//
+//	if m := s.c.metrics; m != nil {
+//		defer m.end(ctx, opGet, time.Now(), &err)
+//	}
+//
+// so that a store without a MeterProvider reads no clock and pays one nil
+// check.
 func (m *storeMetrics) end(ctx context.Context, o op, start time.Time, err *error) {
-	if m != nil {
-		m.record(ctx, o, start, outcomeOf(*err))
-	}
+	m.record(ctx, o, start, outcomeOf(*err))
 }
 
 // endList is end for List: an error returned by the caller's callback
 // (*fnErr) stopped the listing, and the storage did what was asked, so it
 // counts as ok.
 func (m *storeMetrics) endList(ctx context.Context, start time.Time, err, fnErr *error) {
-	if m == nil {
-		return
-	}
 	r := outcomeOf(*err)
 	if *fnErr != nil {
 		r = outOK

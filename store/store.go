@@ -179,7 +179,9 @@ func (s *Store) MaxObjectSize() int64 { return s.c.maxSize }
 // sealer's error (for example the envelope's wrong-key or tampered errors)
 // when it does not open.
 func (s *Store) Get(ctx context.Context, name string) (_ []byte, _ Info, err error) {
-	defer s.c.metrics.end(ctx, opGet, s.c.metrics.begin(), &err)
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("store: get: %w", err)
@@ -249,7 +251,9 @@ func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Obj
 // view whose fence reports an error refuses with ErrFenced. A sealed object
 // over the maximum size is refused with ErrTooLarge.
 func (s *Store) Put(ctx context.Context, name string, data []byte, opts PutOptions) (_ Info, err error) {
-	defer s.c.metrics.end(ctx, opPut, s.c.metrics.begin(), &err)
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opPut, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: put: %w", err)
@@ -293,7 +297,9 @@ func (s *Store) put(ctx context.Context, key, name string, data []byte, opts Put
 // ErrUnsupported for a condition on a backend without conditional writes,
 // and with ErrFenced on a fenced view whose fence reports an error.
 func (s *Store) Delete(ctx context.Context, name string, opts DeleteOptions) (err error) {
-	defer s.c.metrics.end(ctx, opDelete, s.c.metrics.begin(), &err)
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opDelete, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return fmt.Errorf("store: delete: %w", err)
@@ -325,7 +331,9 @@ var errStop = errors.New("stop listing")
 // Stat describes one object without opening it. It fails with an error
 // wrapping ErrNotFound when the object does not exist.
 func (s *Store) Stat(ctx context.Context, name string) (_ Info, err error) {
-	defer s.c.metrics.end(ctx, opStat, s.c.metrics.begin(), &err)
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opStat, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: stat: %w", err)

@@ -24,7 +24,9 @@ import (
 //
 // An error from fn is returned wrapped, and nothing is written.
 func (s *Store) Update(ctx context.Context, name string, fn func(old []byte, exists bool) ([]byte, error)) (_ Info, err error) {
-	defer s.c.metrics.end(ctx, opUpdate, s.c.metrics.begin(), &err)
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opUpdate, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: update: %w", err)
