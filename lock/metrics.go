@@ -166,7 +166,7 @@ func newLockMetrics(mp metric.MeterProvider) (*lockMetrics, error) {
 // acquisition counts one Acquire that returned *err; Acquire defers it.
 func (m *lockMetrics) acquisition(ctx context.Context, err *error) {
 	if m != nil {
-		m.acquisitions.Add(context.WithoutCancel(ctx), 1, m.acqOpts[acqOutcomeOf(*err)]...)
+		m.acquisitions.Add(ctx, 1, m.acqOpts[acqOutcomeOf(*err)]...)
 	}
 }
 
