@@ -91,6 +91,10 @@
 // liveness is probed only on Linux, where a start time and a PID namespace
 // can be read.
 //
+// The lock guards against a second instance started by mistake, not
+// against a hostile one with write access to the bucket: anyone who can
+// write the bucket can delete or forge the lock's objects.
+//
 // # Metrics
 //
 // With Options.MeterProvider set, the lock reports through OpenTelemetry's
@@ -119,8 +123,4 @@
 //
 // A collection reads the lock's state and changes nothing. Without a
 // MeterProvider nothing is created or recorded.
-//
-// The lock guards against a second instance started by mistake, not
-// against a hostile one with write access to the bucket: anyone who can
-// write the bucket can delete or forge the lock's objects.
 package lock
