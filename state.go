@@ -96,7 +96,8 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		return fail(StageEnvelope, err)
 	}
 
-	st, err := store.Open(b, env, store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger})
+	st, err := store.Open(b, env, store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger,
+		MeterProvider: cfg.MeterProvider})
 	if err != nil {
 		return fail(StageStore, err)
 	}
@@ -107,6 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		StaleAfter:        cfg.StaleAfter,
 		WaitForStale:      cfg.WaitForStale,
 		Logger:            logger,
+		MeterProvider:     cfg.MeterProvider,
 	})
 	if errors.Is(err, lock.ErrHeld) {
 		return fail(StageLock, fmt.Errorf("refusing to start: %w", err))

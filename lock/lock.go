@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/store"
 )
@@ -71,6 +73,9 @@ type Lock struct {
 	// claims, wherever they turn up (a confirm answered too late that
 	// landed anyway), are ours to delete and never a rival.
 	mine map[string]bool
+
+	m          *lockMetrics        // nil without a MeterProvider (metrics.go)
+	metricsReg metric.Registration // the gauges' callback, until Release
 }
 
 func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
@@ -92,11 +97,13 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		confirmed: sent,
 		cleanup:   cleanup,
 		mine:      maps.Clone(a.mine),
+		m:         a.m,
 	}
 	if l.mine == nil {
 		l.mine = map[string]bool{}
 	}
 	l.mine[rec.AcquisitionID] = true
+	l.observe()
 	go l.heartbeat()
 	return l
 }
@@ -185,7 +192,7 @@ func (l *Lock) checkLeaseLocked(now time.Time) error {
 	el := l.elapsedLocked(now)
 	switch {
 	case el >= l.o.leaseLong():
-		l.loseLocked(&LostError{Reason: fmt.Sprintf(
+		l.loseLocked(&LostError{cause: lossLeaseExpired, Reason: fmt.Sprintf(
 			"no heartbeat was confirmed for %s (stale after %s): another instance may have taken over; stopped writing",
 			roundAge(el), l.o.StaleAfter)})
 		return l.err
@@ -201,6 +208,7 @@ func (l *Lock) loseLocked(err *LostError) {
 		return
 	}
 	l.state, l.err = lost, err
+	l.m.lost(err.cause)
 	close(l.lostCh)
 	l.cancel(err)
 	attrs := []any{"epoch", l.rec.Epoch, "reason", err.Reason}
@@ -364,7 +372,7 @@ func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version str
 		return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
 	}
 	if v.lock == nil {
-		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
+		l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
 		return nil
 	}
 	gone, rerr := l.scan.read(ctx, v.lock)
@@ -372,7 +380,7 @@ func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version str
 	case rerr != nil:
 		return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
 	case gone:
-		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
+		l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
 	case !v.lock.readable:
 		l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
 	case v.lock.rec.AcquisitionID == rec.AcquisitionID:
@@ -415,6 +423,9 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	if top := v.maxMarker(); top > rec.Epoch {
 		le := &LostError{Reason: fmt.Sprintf("epoch %d was confirmed after ours (%d): another instance took the lock over, or it was broken; stopped writing", top, rec.Epoch)}
 		le.Holder = l.highestHolder(ctx, v, rec)
+		if le.Holder == nil {
+			le.cause = lossBroken
+		}
 		return le
 	}
 	own := false
@@ -422,7 +433,7 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		own = own || e.name == l.name
 	}
 	if !own {
-		return &LostError{Reason: "our claim was removed (by a lock break?); stopped writing"}
+		return &LostError{cause: lossBroken, Reason: "our claim was removed (by a lock break?); stopped writing"}
 	}
 	if !suspended {
 		return nil
@@ -568,6 +579,7 @@ func (l *Lock) deleteNames(ctx context.Context, names []string) {
 // Releasing twice returns nil. If the delete fails, the error is returned;
 // the lock then goes stale on its own.
 func (l *Lock) Release(ctx context.Context) error {
+	defer l.unobserve()
 	l.mu.Lock()
 	st, lossErr := l.state, l.err
 	if st == held {

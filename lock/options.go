@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Default timings: a Recreate rollout (old pod stops, new pod starts) takes
@@ -76,6 +78,9 @@ type Options struct {
 	// Logger receives takeover warnings and loss reports; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// MeterProvider, when not nil, receives the lock's metrics (see
+	// "Metrics" in the package doc); nil records none.
+	MeterProvider metric.MeterProvider
 }
 
 func (o Options) withDefaults() (Options, error) {
