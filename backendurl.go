@@ -41,6 +41,12 @@ type BackendOptions struct {
 	// created (0700), as an application's first boot needs. S3 buckets
 	// are never created, so s3: URLs are not affected.
 	MustExist bool
+	// S3, when not nil, is called with the options an s3:// URL was
+	// parsed into, before the backend is made, to set what the URL leaves
+	// unset: a zero timeout or MaxAttempts is one the URL does not give.
+	// cairn-state's --timeout derives the S3 timeouts from its budget
+	// here. It is not called for file: URLs.
+	S3 func(*s3.Options)
 }
 
 // OpenBackend opens the backend a URL names and returns it with the root
@@ -79,6 +85,9 @@ func openBackend(ctx context.Context, rawURL string, opts BackendOptions) (backe
 		s3opts, root, err := s3.ParseURL("s3:" + rest)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", ErrBadURL, err)
+		}
+		if opts.S3 != nil {
+			opts.S3(&s3opts)
 		}
 		s3opts.Logger = logger
 		if root != "" {
