@@ -64,6 +64,8 @@ type app struct {
 	wait        time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
 	mayCreate   bool          // the command may create a missing file: store (put)
 
+	timeout time.Duration // --timeout: how long a command waits on storage that does not answer
+
 	logger  *slog.Logger
 	emitted bool        // a JSON document has been written to stdout
 	closers []io.Closer // backends to close when the command is done
@@ -164,7 +166,7 @@ var groups = map[string]string{
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
-	a := &app{stdio: io, getenv: getenv, staleAfter: defaultStaleAfter}
+	a := &app{stdio: io, getenv: getenv, staleAfter: defaultStaleAfter, timeout: defaultTimeout}
 	a.interactive = isTerminal(io.err)
 	err := a.dispatch(ctx, args)
 	for _, c := range a.closers {
@@ -314,7 +316,7 @@ func (a *app) showHelp(text string) {
 func (a *app) usage(w io.Writer) {
 	fmt.Fprint(w, "Usage: cairn-state [global flags] COMMAND [flags] [args]\n\nGlobal flags (also accepted after the command):\n")
 	fs := flag.NewFlagSet("global", flag.ContinueOnError)
-	(&app{staleAfter: defaultStaleAfter}).globalFlags(fs)
+	(&app{staleAfter: defaultStaleAfter, timeout: defaultTimeout}).globalFlags(fs)
 	printFlags(w, fs, nil)
 	fmt.Fprint(w, "\nCommands:\n")
 	for _, c := range commands() {
@@ -333,7 +335,7 @@ func commandHelp(fs *flag.FlagSet) string {
 	name := fs.Name()
 	fmt.Fprintf(&b, "Usage: cairn-state %s\n\n%s.\n", synopsis(name), capitalize(summary(name)))
 	global := flag.NewFlagSet("global", flag.ContinueOnError)
-	(&app{staleAfter: defaultStaleAfter}).globalFlags(global)
+	(&app{staleAfter: defaultStaleAfter, timeout: defaultTimeout}).globalFlags(global)
 	isGlobal := func(f *flag.Flag) bool { return global.Lookup(f.Name) != nil }
 	own := false
 	fs.VisitAll(func(f *flag.Flag) { own = own || !isGlobal(f) })
@@ -419,6 +421,7 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.Var(&a.recipients, "recipient", "an extra public recipient `R` (age1…, ssh-ed25519 …) every object is also sealed to, e.g. a recovery key; repeatable, or $CAIRN_STATE_RECIPIENTS")
 	fs.BoolVar(&a.json, "json", a.json, "print one JSON document on stdout instead of human output, also on failure")
 	fs.DurationVar(&a.staleAfter, "stale-after", a.staleAfter, "the stale window (a `DURATION`) used to judge the lock and recorded in the CLI's own; it can lengthen a holder's recorded window, not shorten it")
+	fs.DurationVar(&a.timeout, "timeout", a.timeout, "how long a command waits on storage that does not answer (a `DURATION`, at least 1s): an S3 operation gives up within 45% of it, naming the endpoint; the S3 timeouts the URL does not set are derived from it")
 	fs.BoolVar(&a.verbose, "verbose", a.verbose, "log what the layers below do, on stderr")
 }
 
@@ -464,6 +467,8 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 		return nil, usagef("%s: too many arguments (usage: cairn-state %s)", fs.Name(), synopsis(fs.Name()))
 	case a.wait < 0:
 		return nil, usagef("%s: --wait %s: want a positive duration", fs.Name(), a.wait)
+	case a.timeout < minTimeout:
+		return nil, usagef("%s: --timeout %s: want at least %s", fs.Name(), a.timeout, minTimeout)
 	}
 	if err := a.setup(); err != nil {
 		return nil, err

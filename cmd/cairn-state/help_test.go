@@ -25,7 +25,7 @@ var commandFlags = map[string][]string{
 	"version":        nil,
 }
 
-var globalFlagNames = []string{"--url URL", "--identity FILE", "--recipient R", "--json", "--stale-after DURATION", "--verbose"}
+var globalFlagNames = []string{"--url URL", "--identity FILE", "--recipient R", "--json", "--stale-after DURATION", "--timeout DURATION", "--verbose"}
 
 // flagLineRE is a flag's entry in help text: the flag, then its sentence
 // on the same line or the next.

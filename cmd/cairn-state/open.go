@@ -86,7 +86,7 @@ func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) 
 	}
 	// A command that only looks at a store must not create one because of
 	// a typo in the URL.
-	b, root, err := state.OpenBackend(ctx, a.url, state.BackendOptions{Logger: a.logger, MustExist: !a.mayCreate})
+	b, root, err := state.OpenBackend(ctx, a.url, state.BackendOptions{Logger: a.logger, MustExist: !a.mayCreate, S3: s3Budget(a.timeout)})
 	if err != nil {
 		return nil, "", err // it names the URL, credentials hidden
 	}
