@@ -153,6 +153,8 @@ func commands() []command {
 			"cairn-state lock break --force --holder pod-a", runLockBreak},
 		{"migrate status", "", "applied (and unfinished) migrations",
 			"cairn-state migrate status", runMigrateStatus},
+		{"doctor", "", "check the store end to end, one line per check (ok, warn, fail) with what to do: URL, endpoints, credentials, region, bucket, the conditional-write probe (it writes and removes a probe object) and the lock mode, clocks, identity files, whether the identity opens the store, the lock holder; exit 1 when the store is not usable",
+			"cairn-state doctor\ncairn-state doctor --json --timeout 10s", runDoctor},
 		{"version", "", "the module version, VCS revision, Go version and platform of this build",
 			"cairn-state version --json", runVersion},
 	}

@@ -23,6 +23,7 @@ var commandFlags = map[string][]string{
 	"lock break":     {"--holder ID", "--force"},
 	"migrate status": nil,
 	"version":        nil,
+	"doctor":         nil,
 }
 
 var globalFlagNames = []string{"--url URL", "--identity FILE", "--recipient R", "--json", "--stale-after DURATION", "--timeout DURATION", "--verbose"}
