@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
@@ -173,7 +175,11 @@ func TestDoctor_HealthyStore_EveryCheckOK_OnFsVersitygwAndGarage(t *testing.T) {
 		if f := doc.only(t, checkIdentity).Facts; f.Mode != "0600" || !slices.Equal(f.Recipients, []string{recipient}) {
 			t.Errorf("identity facts %+v", f)
 		}
-		doc.wantCheck(t, checkMembership, statusOK, "the identity opens the store", ".cairn-state/app/db-password")
+		// The store's identity record where the store has one, else the
+		// object written.
+		if c := doc.wantCheck(t, checkMembership, statusOK, "the identity opens the store"); c.Facts.Object != ".cairn-state/.store" && c.Facts.Object != ".cairn-state/app/db-password" {
+			t.Errorf("membership read %q", c.Facts.Object)
+		}
 		doc.wantCheck(t, checkLock, statusOK, "not held")
 
 		// Doctor left nothing behind.
@@ -396,7 +402,9 @@ func TestDoctor_LiveHolder_NamedOnTheLockLine(t *testing.T) {
 	if c.Facts.Holder == nil || c.Facts.Holder.InstanceID != "pod-a" || c.Facts.Liveness != "live" {
 		t.Errorf("lock facts %+v", c.Facts)
 	}
-	doc.wantCheck(t, checkMembership, statusOK, ".cairn-state/.lock", "lock record")
+	if c := doc.wantCheck(t, checkMembership, statusOK); c.Facts.Object != ".cairn-state/.store" && !strings.Contains(c.Finding, ".cairn-state/.lock (the lock record") {
+		t.Errorf("membership did not read the store's record or the lock's: %s", c.Finding)
+	}
 }
 
 func TestDoctor_NoStoreAtTheDirectory_FailsAndCreatesNothing(t *testing.T) {
@@ -418,4 +426,54 @@ func assertNoCredentials(t *testing.T, r result, srv *testutil.S3Server) {
 	if strings.Contains(r.stdout+r.stderr, srv.SecretKey) {
 		t.Errorf("the secret key was printed:\n%s", r)
 	}
+}
+
+// TestDoctor_StoreRecord_BindsTheCheck: with a store identity record
+// (.cairn-state/.store, sealed by an envelope bound to the store's id),
+// membership is judged on it, by its store id.
+func TestDoctor_StoreRecord_BindsTheCheck(t *testing.T) {
+	tg := fsTarget(t)
+	id, _ := tg.keygen(t, "id.txt")
+	other, _ := tg.keygen(t, "other.txt")
+	ids, err := envelope.LoadIdentityFile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeID := envelope.NewStoreID()
+	env, err := envelope.New(ids, nil, &envelope.Options{StoreID: storeID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := env.Seal(".store", []byte(`{"cairn_state_store":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.raw.Put(t.Context(), tg.key(".store"), sealed, backend.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An application object sealed to the other key must not decide.
+	otherIDs, err := envelope.LoadIdentityFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherEnv, err := envelope.New(otherIDs, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sealed, err = otherEnv.Seal("app/x", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.raw.Put(t.Context(), tg.key("app/x"), sealed, backend.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	r, doc := tg.doctor(t, []string{"CAIRN_STATE_IDENTITY=" + id})
+	r.must(t, exitOK)
+	c := doc.wantCheck(t, checkMembership, statusOK, "the identity opens the store (store id "+storeID.String()+")", "read .cairn-state/.store")
+	if c.Facts.StoreID != storeID.String() || c.Facts.Object != ".cairn-state/.store" {
+		t.Errorf("membership facts %+v", c.Facts)
+	}
+	r, doc = tg.doctor(t, []string{"CAIRN_STATE_IDENTITY=" + other})
+	r.must(t, exitFail)
+	doc.wantCheck(t, checkMembership, statusFail, "does not belong to this store", ".cairn-state/.store is sealed to other keys")
 }
