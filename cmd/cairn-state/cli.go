@@ -31,7 +31,7 @@ var exitCodes = []struct {
 	meaning string
 }{
 	{0, "success (lock status: whether or not the lock is held; help)"},
-	{1, "failure: I/O, a missing object, a wrong key, verify found bad objects, an interrupted rekey"},
+	{1, "failure: I/O, a missing object, a wrong key, verify found bad objects, an interrupted rekey, no answer within --timeout, doctor found the store unusable"},
 	{2, "usage error: unknown command or flag, wrong arguments, an invalid state name, a bad --recipient, no --url, no identity"},
 	{3, "the lock is held by a live instance (a refused write or lock break)"},
 	{4, "reserved: the example application lost its lock while serving"},
@@ -153,7 +153,7 @@ func commands() []command {
 			"cairn-state lock break --force --holder pod-a", runLockBreak},
 		{"migrate status", "", "applied (and unfinished) migrations",
 			"cairn-state migrate status", runMigrateStatus},
-		{"doctor", "", "check the store end to end, one line per check (ok, warn, fail) with what to do: URL, endpoints, credentials, region, bucket, the conditional-write probe (it writes and removes a probe object) and the lock mode, clocks, identity files, whether the identity opens the store, the lock holder; exit 1 when the store is not usable",
+		{"doctor", "", "check the store end to end, one line per check (ok, warn, fail) with what to do; on S3 it writes and removes one probe object; exit 1 when the store is not usable",
 			"cairn-state doctor\ncairn-state doctor --json --timeout 10s", runDoctor},
 		{"version", "", "the module version, VCS revision, Go version and platform of this build",
 			"cairn-state version --json", runVersion},

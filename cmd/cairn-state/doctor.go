@@ -294,9 +294,13 @@ func (d *doctor) checkURL(ctx context.Context) bool {
 		d.add(checkDirectory, statusFail, err.Error(), "check --url (or CAIRN_STATE_URL); the first write (cairn-state put, or the application's first boot) creates it, mode 0700", &facts{Directory: dir})
 		d.why = "there is no store"
 		return false
-	case err != nil:
+	case errors.Is(err, state.ErrBadURL):
 		d.add(checkURL, statusFail, err.Error(), fix, nil)
 		d.why = "the URL does not parse"
+		return false
+	case err != nil:
+		d.add(checkURL, statusFail, err.Error(), "", nil)
+		d.why = "the backend could not be opened"
 		return false
 	}
 	if c, ok := b.(io.Closer); ok {
@@ -1147,7 +1151,7 @@ func (d *doctor) checkLock(ctx context.Context) {
 	case !s.Readable:
 		status = statusWarn
 		finding = fmt.Sprintf("present but it does not open with the configured identities (%s, last written %s ago, stale after %s): %s", s.Liveness, ago(s.HeartbeatAge), s.StaleAfter, s.Unreadable)
-		hint = "an instance with another key is using this store, or the lock is damaged: find it; " + s.NextBoot + "; cairn-state lock break --force removes it once its holder is gone for good"
+		hint = "an instance with another key is using this store, or the lock is damaged: the next boot would " + s.NextBoot + "; cairn-state lock break --force removes it once its holder is gone for good"
 	default:
 		r := s.Record
 		who := fmt.Sprintf("%q (pid %d on %s)", r.InstanceID, r.PID, r.Hostname)
@@ -1157,7 +1161,7 @@ func (d *doctor) checkLock(ctx context.Context) {
 			hint = "writes from here (put, rm, rekey) wait for it (--wait) or are refused with exit 3; reads work"
 		case lock.Dead:
 			status = statusWarn
-			hint = "its process is gone from this host: the next boot or write takes it over at once (" + s.NextBoot + ")"
+			hint = "its process is gone from this host: the next boot or write takes it over at once"
 		default:
 			status = statusWarn
 			hint = "the next boot would " + s.NextBoot + "; cairn-state lock break removes a stale lock"

@@ -15,6 +15,7 @@
 //	--recipient R      an extra recipient to seal to, repeatable (or CAIRN_STATE_RECIPIENTS)
 //	--json             print one JSON document on stdout instead of human output
 //	--stale-after D    the stale window used to judge the lock (default 5m)
+//	--timeout D        how long a command waits on storage that does not answer (default 30s)
 //	--verbose          log progress of the layers below on stderr
 //
 // Commands (cairn-state COMMAND -h explains each flag and gives an example):
@@ -30,6 +31,7 @@
 //	lock status                           holder, PID, heartbeat age, stale horizon, mode, epoch
 //	lock break [--holder ID] [--force]    remove a stale lock; a live one only with --force and the matching --holder
 //	migrate status                        applied (and unfinished) migrations
+//	doctor                                check the store end to end: one line per check, ok/warn/fail
 //	version                               module version, VCS revision, Go version, platform
 //
 // Exit codes: 0 success; 1 failure; 2 usage error (an invalid state name
