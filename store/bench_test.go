@@ -164,7 +164,7 @@ func BenchmarkVersitygw(b *testing.B) {
 		b.SetBytes(objects * int64(len(value)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := st.GetMany(ctx, names, concurrency); err != nil {
+			if _, err := st.GetMany(ctx, names, &store.ManyOptions{Concurrency: concurrency}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -189,7 +189,7 @@ func BenchmarkVersitygw(b *testing.B) {
 		return nil
 	}
 	storeLoad := func() error {
-		_, err := st.GetMany(ctx, names, concurrency)
+		_, err := st.GetMany(ctx, names, &store.ManyOptions{Concurrency: concurrency})
 		return err
 	}
 	b.Run("Load1000x4KiB/raw", func(b *testing.B) {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +103,13 @@ func (f *switchFence) trip(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.err = err
+}
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// sameObject compares two descriptions of one object, ignoring Now: the
+// storage's clock at each answer, which differs between two requests.
+func sameObject(a, b store.Info) bool {
+	a.Now, b.Now = time.Time{}, time.Time{}
+	return a == b
 }

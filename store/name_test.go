@@ -85,7 +85,7 @@ func TestStat_BackendWithStater_UsesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info, err := s.Stat(ctx, "a"); err != nil || info != put {
+	if info, err := s.Stat(ctx, "a"); err != nil || !sameObject(info, put) {
 		t.Errorf("Stat = %+v, %v; want %+v", info, err, put)
 	}
 	if _, err := s.Stat(ctx, "b"); !errors.Is(err, store.ErrNotFound) {

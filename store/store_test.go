@@ -29,7 +29,7 @@ func TestPutGet_RoundTrip_ReturnsPlaintextAndInfo(t *testing.T) {
 		if !bytes.Equal(got, data) {
 			t.Fatalf("Get returned %d bytes, want the %d written", len(got), len(data))
 		}
-		if info != put {
+		if !sameObject(info, put) {
 			t.Errorf("Get info %+v, Put info %+v: want equal", info, put)
 		}
 		if info.Name != "keys/signing.pem" || info.Version == "" || info.ModTime.IsZero() || info.Size <= int64(len(data)) {
@@ -422,7 +422,7 @@ func TestStat_DescribesWithoutOpening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info != put {
+	if !sameObject(info, put) {
 		t.Errorf("Stat = %+v, want %+v", info, put)
 	}
 	if err := writer.Delete(ctx, "a", store.DeleteOptions{}); err != nil {
