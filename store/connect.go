@@ -55,6 +55,10 @@ type ConnectOptions struct {
 	Create bool
 }
 
+// lockPrefix starts the names of the lock's objects (lock.ListPrefix;
+// the store cannot import the lock).
+const lockPrefix = ".lock"
+
 // upgradeSample is how many objects of a store without a manifest Connect
 // tries, at most, before it decides that the identities do not belong.
 const upgradeSample = 16
@@ -214,7 +218,7 @@ func (s *Store) connectExisting(keys Keys, sealed []byte, obj backend.Object) (*
 }
 
 // sampleForUpgrade decides the format of a store that has no manifest:
-// FormatBound when it is empty; FormatLegacy when one of its first objects
+// FormatBound when it is empty but for the lock's objects; FormatLegacy when one of its first objects
 // opens with legacy's identities. It refuses with a *NotMemberError when
 // objects exist and none of those tried opens but some say "wrong key", and
 // with a *ManifestError when an object is bound to a store (the manifest
@@ -222,7 +226,14 @@ func (s *Store) connectExisting(keys Keys, sealed []byte, obj backend.Object) (*
 func (s *Store) sampleForUpgrade(ctx context.Context, legacy *envelope.Envelope) (int, error) {
 	var names []string
 	err := s.c.b.List(ctx, s.c.prefix, func(o backend.Object) error {
-		names = append(names, strings.TrimPrefix(o.Key, s.c.prefix))
+		name := strings.TrimPrefix(o.Key, s.c.prefix)
+		if strings.HasPrefix(name, lockPrefix) {
+			// The lock's objects say nothing: without compare-and-swap a
+			// new store's first holder writes them, bound to its id,
+			// before the manifest (and may crash in between).
+			return nil
+		}
+		names = append(names, name)
 		if len(names) == upgradeSample {
 			return errStop
 		}
@@ -596,3 +607,17 @@ func (ss *storeSealer) openWithInfo(name string, sealed []byte) ([]byte, envelop
 // discardLogger swallows the records of envelopes made only to learn a
 // recipient set.
 var discardLogger = slog.New(slog.DiscardHandler)
+
+// ManifestWritten reports whether .store holds the manifest the store is
+// bound to. It is false for a new store on a backend without conditional
+// writes until [Store.CommitManifest] has written it, for a rebound store
+// until its commit, and for a store without a manifest.
+func (s *Store) ManifestWritten() bool {
+	ss, ok := s.c.sealer.(*storeSealer)
+	if !ok || !ss.has {
+		return false
+	}
+	ss.state.mu.Lock()
+	defer ss.state.mu.Unlock()
+	return ss.state.exists && ss.state.stored != nil && ss.state.stored.Equal(ss.m)
+}

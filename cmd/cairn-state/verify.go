@@ -89,7 +89,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	doc := verifyDoc{Failed: []failureDoc{}}
 	for start := 0; start < len(names); start += verifyBatch {
 		batch := names[start:min(start+verifyBatch, len(names))]
-		items, _ := st.GetMany(ctx, batch, store.DefaultConcurrency)
+		items, _ := st.GetMany(ctx, batch, nil)
 		for _, it := range items {
 			switch {
 			case it.Err == nil:
