@@ -13,7 +13,9 @@ import (
 	"time"
 
 	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/store"
 )
 
 // Exit codes, as in the design ("The operator CLI").
@@ -22,6 +24,8 @@ const (
 	exitFail  = 1
 	exitUsage = 2
 	exitHeld  = 3
+	// exitNotMember: the identity does not belong to this store.
+	exitNotMember = 5
 )
 
 // exitCodes are the exit codes as `cairn-state help` lists them: the CLI's,
@@ -53,16 +57,19 @@ type app struct {
 	stdio
 	getenv func(string) string
 
-	url         string
-	identities  listFlag
-	recipients  listFlag
-	json        bool
-	staleAfter  time.Duration
-	verbose     bool
-	interactive bool          // stderr is a terminal: draw a progress bar
-	allowUnauth bool          // --allow-unauthenticated (get, rekey): the emergency recovery read
-	wait        time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
-	mayCreate   bool          // the command may create a missing file: store (put)
+	url           string
+	identities    listFlag
+	recipients    listFlag
+	json          bool
+	staleAfter    time.Duration
+	verbose       bool
+	interactive   bool          // stderr is a terminal: draw a progress bar
+	allowUnauth   bool          // --allow-unauthenticated (get, rekey): the emergency recovery read
+	recoveryFiles listFlag      // --recovery-identity (get, rekey, verify)
+	write         bool          // the command writes: it may create the store's manifest (put, rm)
+	quietDiff     bool          // the recipient difference was reported
+	wait          time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
+	mayCreate     bool          // the command may create a missing file: store (put)
 
 	logger  *slog.Logger
 	emitted bool        // a JSON document has been written to stdout
@@ -104,6 +111,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.Is(err, store.ErrNotMember):
+		return exitNotMember
 	case errors.Is(err, lock.ErrHeld):
 		return exitHeld
 	default:
@@ -135,15 +144,15 @@ func commands() []command {
 			"cairn-state keygen -o identity.txt", runKeygen},
 		{"ls", "[--all] [PREFIX]", "list state names with sealed size and modification time",
 			"cairn-state ls app/", runLs},
-		{"get", "[--allow-unauthenticated] NAME", "decrypt one object to stdout",
+		{"get", "[--recovery-identity FILE --allow-unauthenticated] NAME", "decrypt one object to stdout",
 			"cairn-state get app/db-password > db-password.txt", runGet},
 		{"put", "[--wait DURATION] NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock",
 			"echo hunter2 | cairn-state put app/db-password\ncairn-state put --wait 2m app/config config.json", runPut},
 		{"rm", "[--wait DURATION] NAME", "delete one object; takes the lock",
 			"cairn-state rm app/old-token", runRm},
-		{"verify", "", "open every object, report each one that fails and why",
-			"cairn-state verify --json", runVerify},
-		{"rekey", "[--old-identity FILE]... [--allow-unauthenticated] [--restart] [--wait DURATION]", "re-seal every object to the current recipients; takes the lock",
+		{"verify", "[--recovery-identity FILE]", "check the store's manifest and open every object: report each one that fails and why, legacy ones and ones sealed outside the store's recipients; prove a recovery key reads everything with stock age",
+			"cairn-state verify --json\ncairn-state verify --recovery-identity recovery.txt", runVerify},
+		{"rekey", "[--old-identity FILE]... [--recovery-identity FILE --allow-unauthenticated [--yes]] [--restart] [--wait DURATION]", "move the store and every object to the current recipients; afterwards the old keys are refused; takes the lock",
 			"cairn-state keygen -o new.txt && cairn-state rekey --identity new.txt --old-identity identity.txt", runRekey},
 		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch",
 			"cairn-state lock status --json", runLockStatus},
@@ -566,6 +575,11 @@ func (a *app) fail(err error) {
 	if errors.Is(err, state.ErrNoStore) {
 		fmt.Fprintf(a.err, "hint: check --url (or %s); a write (cairn-state put) creates a new store\n", state.EnvURL)
 	}
+	var foreign *envelope.ForeignStoreError
+	if errors.As(err, &foreign) {
+		fmt.Fprintf(a.err, "hint: %q was copied here from another store (store %s); this store is %s: restore this store's own copy, or remove it (cairn-state rm)\n",
+			foreign.Name, foreign.Object, foreign.Envelope)
+	}
 	var held *lock.HeldError
 	switch {
 	case !errors.As(err, &held):
@@ -584,6 +598,13 @@ func (a *app) fail(err error) {
 		return
 	}
 	doc := errorDoc{Error: errorBody{Message: msg, ExitCode: exitCode(err)}}
+	var nm *store.NotMemberError
+	if errors.As(err, &nm) {
+		doc.Error.Store = &notMemberDoc{StoreID: nm.StoreID.String(), Created: nm.Created, Recipients: nm.Recipients, Key: nm.Key}
+		if nm.StoreID.IsZero() {
+			doc.Error.Store.StoreID = ""
+		}
+	}
 	if held != nil {
 		if held.Unreadable != "" {
 			doc.Error.Unreadable = held.Unreadable
