@@ -68,7 +68,11 @@ type Instance struct {
 
 // Open boots: backend → envelope → store → lock → migrations. It returns an
 // *OpenError naming the stage that failed; a failure after the lock was
-// taken releases it before Open returns. When ctx is cancelled (for
+// taken releases it before Open returns. The store stage reads the store's
+// manifest before the lock is touched: an identity that does not belong to
+// the store fails there with an error matching store.ErrNotMember (a
+// *store.NotMemberError), a damaged manifest with store.ErrBadManifest, and
+// nothing is written. When ctx is cancelled (for
 // example by signal.NotifyContext on SIGTERM), the stage under way stops
 // and Open fails with the context's error.
 func Open(ctx context.Context, cfg Config) (*Instance, error) {

@@ -425,7 +425,7 @@ func printEntryAt(w io.Writer, column int, left, text string) {
 func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.url, "url", a.url, "the store, or $CAIRN_STATE_URL: file:///abs/path, file:rel/path or s3://BUCKET[/ROOT]?endpoint=`URL`&region=R&path_style=true&conditional=auto|on|off")
 	fs.Var(&a.identities, "identity", "an age identity `FILE` (age-keygen's format) or SSH private key, mode 0600; repeatable, or $CAIRN_STATE_IDENTITY")
-	fs.Var(&a.recipients, "recipient", "an extra public recipient `R` (age1…, ssh-ed25519 …) every object is also sealed to, e.g. a recovery key; repeatable, or $CAIRN_STATE_RECIPIENTS")
+	fs.Var(&a.recipients, "recipient", "an extra public recipient `R` (age1…, ssh-ed25519 …), e.g. a recovery key: one of the store's recipients when a write creates the store and with rekey; otherwise writes seal to the store's own set and a difference is noted; repeatable, or $CAIRN_STATE_RECIPIENTS")
 	fs.BoolVar(&a.json, "json", a.json, "print one JSON document on stdout instead of human output, also on failure")
 	fs.DurationVar(&a.staleAfter, "stale-after", a.staleAfter, "the stale window (a `DURATION`) used to judge the lock and recorded in the CLI's own; it can lengthen a holder's recorded window, not shorten it")
 	fs.BoolVar(&a.verbose, "verbose", a.verbose, "log what the layers below do, on stderr")

@@ -12,7 +12,7 @@
 //	                   s3://BUCKET[/ROOT]?endpoint=URL&region=R&path_style=true&conditional=auto|on|off
 //	                   (schemes in any case)
 //	--identity FILE    an age identity file or SSH private key, mode 0600, repeatable (or CAIRN_STATE_IDENTITY)
-//	--recipient R      an extra recipient to seal to, repeatable (or CAIRN_STATE_RECIPIENTS)
+//	--recipient R      an extra recipient (a new store's, or rekey's new set), repeatable (or CAIRN_STATE_RECIPIENTS)
 //	--json             print one JSON document on stdout instead of human output
 //	--stale-after D    the stale window used to judge the lock (default 5m)
 //	--verbose          log progress of the layers below on stderr
