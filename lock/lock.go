@@ -73,6 +73,9 @@ type Lock struct {
 	// claims, wherever they turn up (a confirm answered too late that
 	// landed anyway), are ours to delete and never a rival.
 	mine map[string]bool
+	// cleaned is closed once the heartbeat goroutine has deleted what the
+	// acquisition left (cleanup).
+	cleaned chan struct{}
 
 	m          *lockMetrics        // nil without a MeterProvider (metrics.go)
 	metricsReg metric.Registration // the gauges' callback, until Release
@@ -98,6 +101,7 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		cleanup:   cleanup,
 		mine:      maps.Clone(a.mine),
 		m:         a.m,
+		cleaned:   make(chan struct{}),
 	}
 	if l.mine == nil {
 		l.mine = map[string]bool{}
@@ -247,6 +251,7 @@ func (l *Lock) confirm(sent time.Time, rec Record, version string) {
 func (l *Lock) heartbeat() {
 	defer close(l.done)
 	l.deleteCleanup()
+	close(l.cleaned)
 	next := time.NewTimer(l.untilNextBeat())
 	defer next.Stop()
 	expiry := time.NewTimer(l.untilLost())
@@ -543,6 +548,9 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	}
 	l.deleteNames(ctx, junk)
 }
+
+// cleanedUp is closed once the acquisition's clean-up has run.
+func (l *Lock) cleanedUp() <-chan struct{} { return l.cleaned }
 
 // deleteCleanup deletes what the acquisition left (best effort).
 func (l *Lock) deleteCleanup() {
