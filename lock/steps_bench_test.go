@@ -25,8 +25,8 @@ import (
 //
 //	go test -run '^$' -bench 'BenchmarkSteps' -benchtime 20x -count 5 ./lock > steps.txt; benchstat -col /server steps.txt
 func BenchmarkSteps(b *testing.B) {
-	s3b := func(b *testing.B, srv *testutil.S3Server) backend.Backend {
-		opts := srv.Options(srv.NewBucket(b))
+	s3b := func(b *testing.B, srv *testutil.S3Server, bucket string) backend.Backend {
+		opts := srv.Options(bucket)
 		opts.Credentials = credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")
 		opts.Logger = slog.New(slog.DiscardHandler)
 		opts.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -43,9 +43,18 @@ func BenchmarkSteps(b *testing.B) {
 	}{
 		{"mem", func(*testing.B) backend.Backend { return mem.New(mem.Options{}) }},
 		{"mem-claims", func(*testing.B) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) }},
-		{"versitygw", func(b *testing.B) backend.Backend { return s3b(b, &versitygw.Start(b).S3Server) }},
-		{"garage-1", func(b *testing.B) backend.Backend { return s3b(b, &garage.Start(b).S3Server) }},
-		{"garage-3", func(b *testing.B) backend.Backend { return s3b(b, &garage.StartCluster(b, 3).S3Server) }},
+		{"versitygw", func(b *testing.B) backend.Backend {
+			srv := versitygw.Start(b)
+			return s3b(b, &srv.S3Server, srv.NewBucket(b))
+		}},
+		{"garage-1", func(b *testing.B) backend.Backend {
+			srv := garage.Start(b)
+			return s3b(b, &srv.S3Server, srv.NewBucket(b))
+		}},
+		{"garage-3", func(b *testing.B) backend.Backend {
+			c := garage.StartCluster(b, 3)
+			return s3b(b, &c.S3Server, c.NewBucket(b))
+		}},
 	} {
 		b.Run("server="+s.name, func(b *testing.B) { benchSteps(b, s.new(b)) })
 	}
