@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/migrate"
@@ -82,6 +83,10 @@ type Config struct {
 	// Logger receives the boot's progress; nil means slog.Default(). No
 	// secret (identity, passphrase, plaintext) is ever logged.
 	Logger *slog.Logger
+	// MeterProvider, when not nil, receives the store's and the lock's
+	// metrics (store.Options.MeterProvider, lock.Options.MeterProvider;
+	// docs/adr/0024); nil records none.
+	MeterProvider metric.MeterProvider
 }
 
 // ConfigFromEnv returns a Config with URL, IdentityFiles and Recipients

@@ -187,7 +187,7 @@ const manifestAttempts = 3
 func connectAndLock(ctx context.Context, b backend.Backend, root string, keys store.Keys, cfg Config, logger *slog.Logger) (*store.Store, *lock.Lock, error) {
 	for attempt := 1; ; attempt++ {
 		st, err := store.Connect(ctx, b, keys, &store.ConnectOptions{Create: true,
-			Options: store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger}})
+			Options: store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger, MeterProvider: cfg.MeterProvider}})
 		if errors.Is(err, envelope.ErrInvalidIdentity) || errors.Is(err, envelope.ErrInvalidRecipient) {
 			return nil, nil, &stageError{StageEnvelope, err}
 		}
@@ -207,6 +207,7 @@ func connectAndLock(ctx context.Context, b backend.Backend, root string, keys st
 			StaleAfter:        cfg.StaleAfter,
 			WaitForStale:      cfg.WaitForStale,
 			Logger:            logger,
+			MeterProvider:     cfg.MeterProvider,
 		})
 		if err != nil {
 			if !st.ManifestWritten() && attempt < manifestAttempts {

@@ -44,7 +44,12 @@ const maxConflicts = 8
 // where it enforces put and delete conditions, claims otherwise. Either way
 // every acquisition whose fence opens has an epoch one above every earlier
 // one.
-func Acquire(ctx context.Context, st *store.Store, opts Options) (*Lock, error) {
+func Acquire(ctx context.Context, st *store.Store, opts Options) (_ *Lock, err error) {
+	m, err := newLockMetrics(opts.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("lock: acquire: %w", err)
+	}
+	defer m.acquisition(ctx, &err)
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -73,6 +78,7 @@ func Acquire(ctx context.Context, st *store.Store, opts Options) (*Lock, error) 
 		hostname: hostname,
 		mode:     mode,
 		seen:     watcher{},
+		m:        m,
 	}
 	if mode == ModeCAS {
 		return a.acquireCAS(ctx)
@@ -94,6 +100,7 @@ type acquirer struct {
 	mine map[string]bool
 	// backoffs counts the back-offs from racing acquirers.
 	backoffs int
+	m        *lockMetrics // nil without a MeterProvider
 }
 
 // record is this process's lock record for one attempt.
@@ -154,6 +161,11 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 				return err
 			}
 			if gone {
+				// Listed, then gone: released (or broken) between the
+				// listing and the read — its epoch marker may not have
+				// been in the listing yet. Look again rather than count
+				// on from what this look saw (lock/model -DGET_404_IGNORED).
+				d.backoff = true
 				return nil
 			}
 		}

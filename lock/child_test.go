@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/s3"
@@ -51,7 +53,7 @@ func childMain() int {
 	signal.Notify(term, syscall.SIGTERM)
 
 	ctx := context.Background()
-	st, err := openStore(ctx, os.Getenv(childURL), os.Getenv(childIdentity), slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	st, err := openStore(ctx, os.Getenv(childURL), os.Getenv(childIdentity), slog.New(slog.NewTextHandler(os.Stderr, nil)), nil)
 	if err != nil {
 		fmt.Printf("refused: %v\n", err)
 		return 1
@@ -107,8 +109,10 @@ func childMain() int {
 }
 
 // openStore opens the store a URL names, as an application would: file:DIR
-// or s3://BUCKET[/ROOT]?… with credentials from the environment.
-func openStore(ctx context.Context, rawURL, identityFile string, log *slog.Logger) (*store.Store, error) {
+// or s3://BUCKET[/ROOT]?… with credentials from environ (KEY=VALUE
+// entries: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), or from the
+// environment when environ is nil.
+func openStore(ctx context.Context, rawURL, identityFile string, log *slog.Logger, environ []string) (*store.Store, error) {
 	ids, err := envelope.LoadIdentityFile(identityFile)
 	if err != nil {
 		return nil, err
@@ -129,6 +133,14 @@ func openStore(ctx context.Context, rawURL, identityFile string, log *slog.Logge
 		opts, root, err = s3.ParseURL(rawURL)
 		if err == nil {
 			opts.Logger = log
+			if environ != nil {
+				vars := map[string]string{}
+				for _, kv := range environ {
+					k, v, _ := strings.Cut(kv, "=")
+					vars[k] = v
+				}
+				opts.Credentials = credentials.NewStaticCredentialsProvider(vars["AWS_ACCESS_KEY_ID"], vars["AWS_SECRET_ACCESS_KEY"], "")
+			}
 			var sb *s3.Backend
 			if sb, err = s3.New(ctx, opts); err == nil {
 				b = sb

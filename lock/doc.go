@@ -23,9 +23,9 @@
 //   - alive on this host with our instance id: refuse, as a duplicate
 //     instance id;
 //   - our instance id from a PID space we cannot probe (another host, a
-//     new PID namespace): watch it for one heartbeat interval and a half;
-//     refreshed meanwhile, refuse as a duplicate; not refreshed (a
-//     crash-restarted container), take it over;
+//     new PID namespace): watch it; refreshed twice meanwhile (a live
+//     process), refuse as a duplicate; not refreshed for one heartbeat
+//     interval and a half (a crash-restarted container), take it over;
 //   - unreadable — a key this process does not hold, garbage, a corrupt
 //     object file: refuse while it is fresh ("held by an instance whose
 //     key this process does not hold"), take it over with a warning once
@@ -94,4 +94,33 @@
 // The lock guards against a second instance started by mistake, not
 // against a hostile one with write access to the bucket: anyone who can
 // write the bucket can delete or forge the lock's objects.
+//
+// # Metrics
+//
+// With Options.MeterProvider set, the lock reports through OpenTelemetry's
+// metric API under the instrumentation scope "github.com/cairnhq/state/lock"
+// (docs/adr/0024). Observed at each collection from the [Lock], from its
+// acquisition until [Lock.Release] returns:
+//
+//   - [MetricHeld], cairn_state.lock.held (unit 1): 1 while held, 0 once
+//     lost;
+//   - [MetricSuspended], cairn_state.lock.suspended (unit 1): 1 while the
+//     fence is suspended ([ErrSuspended]);
+//   - [MetricEpoch], cairn_state.lock.epoch (unit {epoch}): this holder's
+//     fencing epoch;
+//   - [MetricHeartbeatAge], cairn_state.lock.heartbeat.age (unit s): the
+//     time since the last confirmed write (acquisition or heartbeat).
+//
+// Counted:
+//
+//   - [MetricAcquisitions], cairn_state.lock.acquisitions (unit
+//     {acquisition}), every Acquire by [AttrOutcome] (cairn_state.outcome:
+//     acquired, refused_held, refused_duplicate, refused_unreadable,
+//     error);
+//   - [MetricLosses], cairn_state.lock.losses (unit {loss}), every loss of
+//     a held lock by [AttrLossReason] (cairn_state.lock.loss.reason:
+//     taken_over, broken, lease_expired).
+//
+// A collection reads the lock's state and changes nothing. Without a
+// MeterProvider nothing is created or recorded.
 package lock

@@ -99,6 +99,8 @@ type LostError struct {
 	Holder *Record
 	// Reason says what happened, in words.
 	Reason string
+	// cause classifies the loss for the losses counter (metrics.go).
+	cause lossReason
 }
 
 // Error says the lock was lost, why, and who holds it now when known.

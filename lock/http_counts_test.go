@@ -56,6 +56,7 @@ func (c *httpCounter) take() []string {
 // backend calls, which differ: a conditional delete is HEAD + DELETE, the
 // storage clock is HEAD bucket). The figures are in ADR 0008.
 func TestLock_S3_HTTPRequestsPerStep(t *testing.T) {
+	skipShort(t)
 	t.Run("versitygw", func(t *testing.T) {
 		srv := versitygw.Start(t)
 		measureHTTP(t, &srv.S3Server, 4, 1, 2, 5)

@@ -109,8 +109,11 @@ func (a *acquirer) judge(e *entry, now time.Time) verdict {
 	}
 	// Our instance id, from a PID space we cannot probe: a crash-restart
 	// of ours (back within about one heartbeat) or a second live process
-	// with our id. A live one refreshes its record while we watch.
-	if changes > 0 {
+	// with our id. A live one refreshes its record while we watch. One
+	// change alone may be the crashed process's last heartbeat, sent
+	// before it died and landing late; a second one is a live process.
+	// unchanged counts from the last change either way.
+	if changes > 1 {
 		held.Duplicate = true
 		refuse.label = Duplicate
 		return refuse

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/store"
@@ -66,6 +69,16 @@ type Lock struct {
 	// (lower epoch markers, dead claims); the heartbeat goroutine deletes
 	// them first, and Release waits for that.
 	cleanup []string
+	// mine are the acquisition ids of this acquisition's attempts: their
+	// claims, wherever they turn up (a confirm answered too late that
+	// landed anyway), are ours to delete and never a rival.
+	mine map[string]bool
+	// cleaned is closed once the heartbeat goroutine has deleted what the
+	// acquisition left (cleanup).
+	cleaned chan struct{}
+
+	m          *lockMetrics        // nil without a MeterProvider (metrics.go)
+	metricsReg metric.Registration // the gauges' callback, until Release
 }
 
 func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
@@ -86,7 +99,15 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		version:   version,
 		confirmed: sent,
 		cleanup:   cleanup,
+		mine:      maps.Clone(a.mine),
+		m:         a.m,
+		cleaned:   make(chan struct{}),
 	}
+	if l.mine == nil {
+		l.mine = map[string]bool{}
+	}
+	l.mine[rec.AcquisitionID] = true
+	l.observe()
 	go l.heartbeat()
 	return l
 }
@@ -175,7 +196,7 @@ func (l *Lock) checkLeaseLocked(now time.Time) error {
 	el := l.elapsedLocked(now)
 	switch {
 	case el >= l.o.leaseLong():
-		l.loseLocked(&LostError{Reason: fmt.Sprintf(
+		l.loseLocked(&LostError{cause: lossLeaseExpired, Reason: fmt.Sprintf(
 			"no heartbeat was confirmed for %s (stale after %s): another instance may have taken over; stopped writing",
 			roundAge(el), l.o.StaleAfter)})
 		return l.err
@@ -191,6 +212,7 @@ func (l *Lock) loseLocked(err *LostError) {
 		return
 	}
 	l.state, l.err = lost, err
+	l.m.lost(err.cause)
 	close(l.lostCh)
 	l.cancel(err)
 	attrs := []any{"epoch", l.rec.Epoch, "reason", err.Reason}
@@ -229,6 +251,7 @@ func (l *Lock) confirm(sent time.Time, rec Record, version string) {
 func (l *Lock) heartbeat() {
 	defer close(l.done)
 	l.deleteCleanup()
+	close(l.cleaned)
 	next := time.NewTimer(l.untilNextBeat())
 	defer next.Stop()
 	expiry := time.NewTimer(l.untilLost())
@@ -298,10 +321,11 @@ func (l *Lock) untilLost() time.Duration {
 }
 
 // beatContext bounds one heartbeat: cut off when Release begins, when the
-// lock is lost, after half an interval (so one hung request cannot eat the
-// lease), and by the request timeout.
+// lock is lost, and by the request timeout, so that one hung request does
+// not eat the lease (it is retried) while a backend that fails over to
+// another endpoint within its own timeouts still gets to.
 func (l *Lock) beatContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(l.ctx, min(l.o.RequestTimeout, max(l.o.HeartbeatInterval/2, time.Millisecond), l.untilLost()))
+	return context.WithTimeout(l.ctx, min(l.o.RequestTimeout, l.untilLost()))
 }
 
 // beat refreshes the lock once.
@@ -323,7 +347,7 @@ func (l *Lock) beat() error {
 		return err
 	}
 	if l.mode == ModeCAS {
-		return l.beatCAS(ctx, rec, data, version)
+		return l.beatCAS(ctx, rec, data, version, suspended)
 	}
 	return l.beatClaims(ctx, rec, data, suspended)
 }
@@ -336,41 +360,67 @@ func (l *Lock) checkSuspended() bool {
 // beatCAS: a conditional write on our version. Success proves nobody wrote
 // the lock since our last confirmed write, so it also reopens a suspended
 // fence.
-func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version string) error {
-	sent := time.Now()
-	info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
-	if err == nil {
-		l.confirm(sent, rec, info.Version)
-		return nil
+func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version string, suspended bool) error {
+	for adopted := false; ; adopted = true {
+		sent := time.Now()
+		info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
+		if err == nil {
+			if suspended {
+				// Reopening after a suspension: a conditional write on our
+				// version does not prove nobody held the lock meanwhile — a
+				// late copy of one of our own writes can land again with the
+				// same bytes, so the same version. Every takeover writes an
+				// epoch marker first: look for one above ours (found by the
+				// model, lock/model -DNO_REOPEN_CHECK).
+				v, serr := l.scan.scan(ctx)
+				if serr != nil {
+					return fmt.Errorf("lock: heartbeat: %w", serr)
+				}
+				if top := v.maxMarker(); top > rec.Epoch {
+					l.lose(&LostError{Reason: fmt.Sprintf("epoch %d was confirmed while our lock was suspended (ours %d): another instance held it meanwhile; stopped writing", top, rec.Epoch)})
+					return nil
+				}
+			}
+			l.confirm(sent, rec, info.Version)
+			return nil
+		}
+		if !errors.Is(err, backend.ErrPreconditionFailed) || adopted {
+			return fmt.Errorf("lock: heartbeat: %w", err)
+		}
+		// Another writer replaced the object, or a write of ours landed and
+		// a retry reported the conflict: the acquisition id tells.
+		v, serr := l.scan.scan(ctx)
+		if serr != nil {
+			return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
+		}
+		if v.lock == nil {
+			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
+			return nil
+		}
+		gone, rerr := l.scan.read(ctx, v.lock)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
+		case gone:
+			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
+			return nil
+		case !v.lock.readable:
+			l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
+			return nil
+		case v.lock.rec.AcquisitionID != rec.AcquisitionID:
+			other := v.lock.rec
+			l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
+			return nil
+		}
+		// Ours, at a version we did not write last — it may be an older
+		// write of ours landing late, so it confirms nothing: adopt its
+		// version and write again on it; that write confirms (found by the
+		// model, lock/model -DOURS_CONFIRMS).
+		version = v.lock.info.Version
+		l.mu.Lock()
+		l.version = version
+		l.mu.Unlock()
 	}
-	if !errors.Is(err, backend.ErrPreconditionFailed) {
-		return fmt.Errorf("lock: heartbeat: %w", err)
-	}
-	// Another writer replaced the object, or our own write landed and a
-	// retry reported the conflict: the acquisition id tells.
-	v, serr := l.scan.scan(ctx)
-	if serr != nil {
-		return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
-	}
-	if v.lock == nil {
-		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
-		return nil
-	}
-	gone, rerr := l.scan.read(ctx, v.lock)
-	switch {
-	case rerr != nil:
-		return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
-	case gone:
-		l.lose(&LostError{Reason: "the lock object was removed (by a lock break?); stopped writing"})
-	case !v.lock.readable:
-		l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
-	case v.lock.rec.AcquisitionID == rec.AcquisitionID:
-		l.confirm(sent, v.lock.rec, v.lock.info.Version)
-	default:
-		other := v.lock.rec
-		l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
-	}
-	return nil
 }
 
 // beatClaims: write our held claim, then list (docs/adr/0020).
@@ -384,6 +434,7 @@ func (l *Lock) beatClaims(ctx context.Context, rec Record, data []byte, suspende
 	if err != nil {
 		return fmt.Errorf("lock: heartbeat: %w", err)
 	}
+	v.ageIntentsAt(info.Now)
 	if lost := l.claimsLost(ctx, v, rec, suspended || l.checkSuspended()); lost != nil {
 		l.lose(lost)
 		// Our claims are junk now (our heartbeat may just have rewritten
@@ -404,6 +455,9 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	if top := v.maxMarker(); top > rec.Epoch {
 		le := &LostError{Reason: fmt.Sprintf("epoch %d was confirmed after ours (%d): another instance took the lock over, or it was broken; stopped writing", top, rec.Epoch)}
 		le.Holder = l.highestHolder(ctx, v, rec)
+		if le.Holder == nil {
+			le.cause = lossBroken
+		}
 		return le
 	}
 	own := false
@@ -411,19 +465,64 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		own = own || e.name == l.name
 	}
 	if !own {
-		return &LostError{Reason: "our claim was removed (by a lock break?); stopped writing"}
+		return &LostError{cause: lossBroken, Reason: "our claim was removed (by a lock break?); stopped writing"}
 	}
 	if !suspended {
 		return nil
 	}
+	// Our fence was suspended: within the long lease (not lost yet) only
+	// an acquirer with our instance id can have judged our claim dead (it
+	// watched it miss a heartbeat); an acquirer with another id waits for
+	// the stale window, which has not passed. So a live claim with our id,
+	// or one we cannot read, may be confirming: yield to it. Other ids'
+	// intents are acquirers that will find our claim live and back off.
 	a := l.judgeAs()
-	d, err := a.decide(ctx, v, rec.AcquisitionID)
-	if err == nil && d.kind == vTake && !d.backoff {
+	now := time.Now()
+	confirmed := map[string]bool{}
+	for _, e := range v.helds {
+		confirmed[e.acq] = true
+	}
+	var threat *entry
+	for _, e := range append(append([]*entry{}, v.records()...), v.intents...) {
+		if l.mine[e.acq] || e.name == l.name || e.kind == kindIntent && confirmed[e.acq] {
+			continue
+		}
+		if e.kind == kindIntent && !a.intentLive(e, now) {
+			continue
+		}
+		if gone, err := l.scan.read(ctx, e); err != nil || gone {
+			if err != nil || e.kind != kindIntent {
+				// Cannot tell, or a listed claim vanished (released after a
+				// tenure we did not see): do not reopen (lock/model
+				// -DGET_404_IGNORED).
+				threat = e
+				break
+			}
+			continue
+		}
+		if e.kind != kindIntent && e.readable && e.rec.Epoch > rec.Epoch {
+			// A held claim above our epoch, dead or alive: someone held the
+			// lock after us (its marker may not have landed yet; lock/model
+			// -DHB_NO_EPOCH_CHECK).
+			threat = e
+			break
+		}
+		if e.kind != kindIntent {
+			if vd := a.judge(e, now); vd.kind == vTake {
+				continue // stale, dead, junk: nobody confirming
+			}
+		}
+		if !e.readable || e.rec.InstanceID == rec.InstanceID {
+			threat = e
+			break
+		}
+	}
+	if threat == nil {
 		return nil
 	}
-	le := &LostError{Reason: "the lock was not confirmed for longer than its lease, and another instance's claim is live: it may have judged ours dead; stopped writing"}
-	if d.held != nil && d.held.Unreadable == "" {
-		h := d.held.Holder
+	le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and a live claim (%s) of our instance id, or one this instance cannot read, may have judged ours dead; stopped writing", threat.name)}
+	if threat.readable {
+		h := threat.rec
 		le.Holder = &h
 	}
 	return le
@@ -455,7 +554,7 @@ func (l *Lock) judgeAs() *acquirer {
 	return &acquirer{
 		st: l.st, scan: l.scan, o: l.o, log: l.log, mode: l.mode,
 		self:     process{pid: l.rec.PID, ticks: l.rec.ProcessStartTicks, start: l.rec.ProcessStart, scope: l.rec.ProcessScope},
-		hostname: hostname, seen: watcher{}, mine: map[string]bool{l.rec.AcquisitionID: true},
+		hostname: hostname, seen: watcher{}, mine: l.mine,
 	}
 }
 
@@ -464,19 +563,19 @@ func (l *Lock) judgeAs() *acquirer {
 // up: nobody can be confirming while our fence is open) and intents older
 // than the intent window. Best effort.
 func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
-	if l.Err() != nil {
-		return
-	}
+	open := l.Err() == nil
 	var junk []string
 	for _, e := range v.helds {
-		if e.name != l.name {
+		// Our own earlier attempts are ours in any case; others' only
+		// while our fence is open.
+		if e.name != l.name && (l.mine[e.acq] || open) {
 			junk = append(junk, e.name)
 		}
 	}
 	a := l.judgeAs()
 	now := time.Now()
 	for _, e := range v.intents {
-		if e.acq == rec.AcquisitionID || !a.intentLive(e, now) {
+		if l.mine[e.acq] || open && !a.intentLive(e, now) {
 			junk = append(junk, e.name)
 		}
 	}
@@ -487,6 +586,9 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	}
 	l.deleteNames(ctx, junk)
 }
+
+// cleanedUp is closed once the acquisition's clean-up has run.
+func (l *Lock) cleanedUp() <-chan struct{} { return l.cleaned }
 
 // deleteCleanup deletes what the acquisition left (best effort).
 func (l *Lock) deleteCleanup() {
@@ -523,14 +625,24 @@ func (l *Lock) deleteNames(ctx context.Context, names []string) {
 // Releasing twice returns nil. If the delete fails, the error is returned;
 // the lock then goes stale on its own.
 func (l *Lock) Release(ctx context.Context) error {
+	defer l.unobserve()
 	l.mu.Lock()
 	st, lossErr := l.state, l.err
 	if st == held {
 		l.state, l.err = released, ErrReleased
-		l.cancel(ErrReleased)
 	}
 	l.mu.Unlock()
+	// Let a heartbeat in flight finish rather than cut it off: a write cut
+	// off by the client may still land on the server, after the delete
+	// below, and bring back a lock (a claim, on storage without
+	// conditions) nobody holds. Its requests are bounded by
+	// RequestTimeout; ctx ending first cuts it off anyway.
 	l.stopOnce.Do(func() { close(l.stop) })
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	l.cancel(ErrReleased)
 	<-l.done
 	switch st {
 	case released:
@@ -568,6 +680,14 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 	}
 	le := &LostError{Reason: "found another lock at release; left it in place"}
 	if gone, rerr := l.scan.read(ctx, v.lock); rerr == nil && !gone && v.lock.readable {
+		if v.lock.rec.AcquisitionID == l.rec.AcquisitionID {
+			// Ours, at a version we did not see: a heartbeat that landed
+			// while Release cut off its answer.
+			if err := l.st.Delete(ctx, Name, store.DeleteOptions{IfVersion: v.lock.info.Version}); err != nil && !errors.Is(err, backend.ErrNotFound) {
+				return fmt.Errorf("lock: release: %w", err)
+			}
+			return nil
+		}
 		rec := v.lock.rec
 		le.Holder = &rec
 	}

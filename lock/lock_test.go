@@ -47,9 +47,11 @@ func newFS(t *testing.T) backend.Backend {
 }
 
 func TestLock_FS(t *testing.T) {
-	locktest.Run(t, locktest.Harness{NewBackend: newFS, StaleAfter: time.Second, RaceTrials: 20})
+	t.Parallel()
+	locktest.Run(t, locktest.Harness{NewBackend: newFS, StaleAfter: time.Second, RaceTrials: 10})
 }
 
 func TestLock_FSClaims(t *testing.T) {
-	locktest.Run(t, locktest.Harness{NewBackend: newFS, StaleAfter: time.Second, RaceTrials: 20, Mode: lock.ModeClaims})
+	t.Parallel()
+	locktest.Run(t, locktest.Harness{NewBackend: newFS, StaleAfter: time.Second, RaceTrials: 10, Mode: lock.ModeClaims})
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Default timings: a Recreate rollout (old pod stops, new pod starts) takes
@@ -66,14 +68,19 @@ type Options struct {
 	// means half of StaleAfter, within 4 s and DefaultIntentWindow; it
 	// must be at least 4 s on storage with one-second timestamps.
 	IntentWindow time.Duration
-	// RequestTimeout bounds each request the lock sends; zero means
-	// DefaultRequestTimeout. Heartbeat requests are also bounded by half
-	// the heartbeat interval, so that one hung request cannot eat the
-	// lease.
+	// RequestTimeout bounds each request the lock sends, heartbeats
+	// included, so that one hung request cannot eat the lease: it is cut
+	// off and the heartbeat retries. Keep it below the heartbeat interval
+	// and above the backend's own time to fail over to another endpoint
+	// (the S3 backend's response timeout). Zero means DefaultRequestTimeout,
+	// or half the heartbeat interval when that is shorter.
 	RequestTimeout time.Duration
 	// Logger receives takeover warnings and loss reports; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// MeterProvider, when not nil, receives the lock's metrics (see
+	// "Metrics" in the package doc); nil records none.
+	MeterProvider metric.MeterProvider
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -108,7 +115,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.IntentWindow = min(DefaultIntentWindow, max(o.StaleAfter/2, minIntentWindow))
 	}
 	if o.RequestTimeout == 0 {
-		o.RequestTimeout = DefaultRequestTimeout
+		o.RequestTimeout = min(DefaultRequestTimeout, o.HeartbeatInterval/2)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

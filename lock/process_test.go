@@ -64,15 +64,15 @@ func newWorld(t *testing.T, url string, env []string, stale time.Duration) *worl
 		t.Fatal(err)
 	}
 	w := &world{url: url, env: env, identity: path, stale: stale}
-	// This process reaches the S3 servers with the same environment
-	// credentials its children get.
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	// This process reaches the S3 servers with the credentials its
+	// children get from their environment.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w.st, err = openStore(ctx, url, path, slog.New(slog.NewTextHandler(t.Output(), nil)))
+	environ := env
+	if environ == nil {
+		environ = []string{}
+	}
+	w.st, err = openStore(ctx, url, path, slog.New(slog.NewTextHandler(t.Output(), nil)), environ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +224,19 @@ func (c *child) wait(t *testing.T) int {
 	return 0
 }
 
+// forEachWorld runs fn on fs, versitygw and Garage, in parallel, the whole
+// test in parallel with the package's other parallel tests: each world has
+// its own server and store, and the cases mostly wait.
 func forEachWorld(t *testing.T, fn func(t *testing.T, w *world)) {
+	t.Parallel()
 	for _, wm := range worlds() {
-		t.Run(wm.name, func(t *testing.T) { fn(t, wm.make(t)) })
+		if testing.Short() && wm.name != "fs" {
+			continue // -short: fs only; make test runs every world
+		}
+		t.Run(wm.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, wm.make(t))
+		})
 	}
 }
 

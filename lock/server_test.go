@@ -22,10 +22,20 @@ const s3StaleAfter = 4 * time.Second
 // with delayed requests than on mem (the full figure runs with the
 // locktest flags).
 func serverHarness(nb func(t *testing.T) backend.Backend) locktest.Harness {
-	return locktest.Harness{NewBackend: nb, StaleAfter: s3StaleAfter, RaceTrials: 50, DelayedRaceTrials: 2, MaxDelay: 500 * time.Millisecond}
+	return locktest.Harness{NewBackend: nb, StaleAfter: s3StaleAfter, RaceTrials: 20, DelayedRaceTrials: 2, MaxDelay: 500 * time.Millisecond}
+}
+
+// skipShort skips a real-server suite under -short: make test runs them;
+// go test -short ./lock runs the suite on mem and fs only.
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the suite on real servers runs in make test")
+	}
 }
 
 func TestLock_Versitygw(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
 	srv := versitygw.Start(t)
 	locktest.Run(t, serverHarness(func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) }))
 }
@@ -33,6 +43,8 @@ func TestLock_Versitygw(t *testing.T) {
 // versitygw with conditional writes forced off: the claims protocol on a
 // second server.
 func TestLock_VersitygwClaims(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
 	srv := versitygw.Start(t)
 	locktest.Run(t, serverHarness(func(t *testing.T) backend.Backend {
 		opts := srv.Options(srv.NewBucket(t))
@@ -51,6 +63,8 @@ func TestLock_VersitygwClaims(t *testing.T) {
 }
 
 func TestLock_Garage(t *testing.T) {
+	skipShort(t)
+	t.Parallel()
 	srv := garage.Start(t)
 	locktest.Run(t, serverHarness(func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) }))
 }

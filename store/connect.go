@@ -397,7 +397,7 @@ func (s *Store) Rebind(m Manifest, keys Keys) (*Store, error) {
 // changed meanwhile fails with [ErrManifestChanged] and nothing is written:
 // connect again. A fenced view's fences apply. A store that holds its
 // manifest already returns nil at once.
-func (s *Store) CommitManifest(ctx context.Context) error {
+func (s *Store) CommitManifest(ctx context.Context) (err error) {
 	ss, ok := s.c.sealer.(*storeSealer)
 	if !ok || !ss.has {
 		return fmt.Errorf("store: commit manifest: %w", ErrNoManifest)
@@ -407,6 +407,9 @@ func (s *Store) CommitManifest(ctx context.Context) error {
 	defer st.mu.Unlock()
 	if st.exists && st.stored != nil && st.stored.Equal(ss.m) {
 		return nil
+	}
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opPut, time.Now(), &err)
 	}
 	key := s.manifestKey()
 	var po PutOptions
@@ -465,6 +468,7 @@ func (s *Store) putSealed(ctx context.Context, key, name string, sealed []byte, 
 	if err != nil {
 		return Info{}, s.fenceWrap(ctx, "put", name, err)
 	}
+	s.c.metrics.moved(ctx, dirWrite, len(sealed))
 	return s.info(name, obj), nil
 }
 

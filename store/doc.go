@@ -78,6 +78,29 @@
 // prefix and hides it from listings, so application code cannot read or
 // clobber state.
 //
+// # Metrics
+//
+// With Options.MeterProvider set, the store reports through OpenTelemetry's
+// metric API, under the instrumentation scope
+// "github.com/cairnhq/state/store" (docs/adr/0024):
+//
+//   - [MetricOperationDuration], cairn_state.store.operation.duration, a
+//     histogram in seconds (unit s) of every Get, Put, Delete, List,
+//     Update and Stat, with the attributes [AttrOperation]
+//     (cairn_state.operation: get, put, delete, list, update, stat) and
+//     [AttrOutcome] (cairn_state.outcome: ok, not_found,
+//     precondition_failed, conflict, fenced, unsupported, invalid_name,
+//     too_large, unreadable, permission, canceled, timeout, error); its
+//     count is the number of operations;
+//   - [MetricIO], cairn_state.store.io, a counter of sealed bytes (unit
+//     By) read from the storage and written to it, with [AttrIODirection]
+//     (cairn_state.io.direction: read, write).
+//
+// The lock's and the migration log's own requests go through the store
+// and count too. No attribute carries an object's name or value. Without
+// a MeterProvider the store reads no clock and allocates nothing for
+// metrics.
+//
 // # Errors
 //
 // Errors name the object and wrap a sentinel: [ErrNotFound] (which is

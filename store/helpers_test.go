@@ -107,8 +107,8 @@ func (f *switchFence) trip(err error) {
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// sameObject compares two descriptions of one object, ignoring Now: the
-// storage's clock at each answer, which differs between two requests.
+// sameObject compares two Infos as descriptions of one object version: the
+// storage's clock at each answer (Now) may differ.
 func sameObject(a, b store.Info) bool {
 	a.Now, b.Now = time.Time{}, time.Time{}
 	return a == b

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/cairnhq/state/backend"
 )
@@ -14,12 +15,15 @@ import (
 // (starting with '.') are listed only by the [Store.Internal] view. List
 // stops at the first error fn returns and returns that error unchanged. An
 // invalid prefix fails with a *NameError.
-func (s *Store) List(ctx context.Context, prefix string, fn func(Info) error) error {
+func (s *Store) List(ctx context.Context, prefix string, fn func(Info) error) (err error) {
+	var fnErr error
+	if m := s.c.metrics; m != nil {
+		defer m.endList(ctx, time.Now(), &err, &fnErr)
+	}
 	if err := validatePrefix(prefix); err != nil {
 		return fmt.Errorf("store: list: %w", err)
 	}
-	var fnErr error
-	err := s.c.b.List(ctx, s.c.prefix+prefix, func(o backend.Object) error {
+	err = s.c.b.List(ctx, s.c.prefix+prefix, func(o backend.Object) error {
 		name := strings.TrimPrefix(o.Key, s.c.prefix)
 		if !s.internal && strings.HasPrefix(name, ".") {
 			return nil

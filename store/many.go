@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultConcurrency is how many objects GetMany reads at once when
@@ -130,7 +131,10 @@ func (e *ManyError) Error() string {
 // Unwrap returns the items' errors.
 func (e *ManyError) Unwrap() []error { return e.Errs }
 
-func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (Item, func()) {
+func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (it Item, release func()) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &it.Err)
+	}
 	if err := ctx.Err(); err != nil {
 		return Item{Name: name, Err: fmt.Errorf("store: get %q: %w", name, err)}, func() {}
 	}

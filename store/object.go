@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/cairnhq/state/envelope"
 )
@@ -25,7 +26,10 @@ type Object struct {
 // GetObject reads and opens one object as Get does, and also returns its
 // sealed bytes and what the envelope learnt about it: what verify and
 // rekey need. Its errors are Get's.
-func (s *Store) GetObject(ctx context.Context, name string) (Object, error) {
+func (s *Store) GetObject(ctx context.Context, name string) (_ Object, err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Object{}, fmt.Errorf("store: get: %w", err)

@@ -63,5 +63,6 @@ func (s *Store) readWithin(ctx context.Context, key, name string, budget *byteBu
 		release()
 		return nil, backend.Object{}, func() {}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w (%w)", name, limit, obj.Size, ErrTooLarge, ErrUnreadable)
 	}
+	s.c.metrics.moved(ctx, dirRead, len(buf))
 	return buf, obj, release, nil
 }

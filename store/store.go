@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/cairnhq/state/backend"
 )
 
@@ -58,6 +60,9 @@ type Options struct {
 	// Logger receives debug records (names only, never values); nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// MeterProvider, when not nil, receives the store's metrics (see
+	// "Metrics" in the package doc); nil records none, at no cost.
+	MeterProvider metric.MeterProvider
 }
 
 // PutOptions are the conditions of a Put (see backend.PutOptions). The zero
@@ -95,11 +100,13 @@ type core struct {
 	maxSize  int64
 	attempts int
 	log      *slog.Logger
+	metrics  *storeMetrics // nil without a MeterProvider
 }
 
 // Open returns a Store over b that seals with s. It touches no storage; it
-// fails only for a nil backend or sealer, or an invalid Options.Root
-// (ErrInvalidRoot).
+// fails only for a nil backend or sealer, an invalid Options.Root
+// (ErrInvalidRoot), or a MeterProvider that refuses the store's
+// instruments.
 func Open(b backend.Backend, s Sealer, opts Options) (*Store, error) {
 	if b == nil {
 		return nil, errors.New("store: open: nil backend")
@@ -111,6 +118,10 @@ func Open(b backend.Backend, s Sealer, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
+	m, err := newStoreMetrics(opts.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
 	c := &core{
 		b:        b,
 		sealer:   s,
@@ -119,6 +130,7 @@ func Open(b backend.Backend, s Sealer, opts Options) (*Store, error) {
 		maxSize:  opts.MaxObjectSize,
 		attempts: opts.UpdateAttempts,
 		log:      opts.Logger,
+		metrics:  m,
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxObjectSize
@@ -165,7 +177,10 @@ func (s *Store) MaxObjectSize() int64 { return s.c.maxSize }
 // than the maximum object size (without reading it into memory), and the
 // sealer's error (for example the envelope's wrong-key or tampered errors)
 // when it does not open.
-func (s *Store) Get(ctx context.Context, name string) ([]byte, Info, error) {
+func (s *Store) Get(ctx context.Context, name string) (_ []byte, _ Info, err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("store: get: %w", err)
@@ -198,7 +213,10 @@ func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Obj
 // any condition fails with ErrUnsupported and nothing is written. A fenced
 // view whose fence reports an error refuses with ErrFenced. A sealed object
 // over the maximum size is refused with ErrTooLarge.
-func (s *Store) Put(ctx context.Context, name string, data []byte, opts PutOptions) (Info, error) {
+func (s *Store) Put(ctx context.Context, name string, data []byte, opts PutOptions) (_ Info, err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opPut, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: put: %w", err)
@@ -232,6 +250,7 @@ func (s *Store) put(ctx context.Context, key, name string, data []byte, opts Put
 	if err != nil {
 		return Info{}, s.fenceWrap(ctx, "put", name, err)
 	}
+	s.c.metrics.moved(ctx, dirWrite, len(sealed))
 	return s.info(name, obj), nil
 }
 
@@ -240,7 +259,10 @@ func (s *Store) put(ctx context.Context, key, name string, data []byte, opts Put
 // ErrPreconditionFailed when opts.IfVersion is set and does not match, with
 // ErrUnsupported for a condition on a backend without conditional writes,
 // and with ErrFenced on a fenced view whose fence reports an error.
-func (s *Store) Delete(ctx context.Context, name string, opts DeleteOptions) error {
+func (s *Store) Delete(ctx context.Context, name string, opts DeleteOptions) (err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opDelete, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return fmt.Errorf("store: delete: %w", err)
@@ -271,7 +293,10 @@ var errStop = errors.New("stop listing")
 
 // Stat describes one object without opening it. It fails with an error
 // wrapping ErrNotFound when the object does not exist.
-func (s *Store) Stat(ctx context.Context, name string) (Info, error) {
+func (s *Store) Stat(ctx context.Context, name string) (_ Info, err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opStat, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: stat: %w", err)

@@ -23,7 +23,10 @@ import (
 // lost. The instance lock is what keeps a second writer away there.
 //
 // An error from fn is returned wrapped, and nothing is written.
-func (s *Store) Update(ctx context.Context, name string, fn func(old []byte, exists bool) ([]byte, error)) (Info, error) {
+func (s *Store) Update(ctx context.Context, name string, fn func(old []byte, exists bool) ([]byte, error)) (_ Info, err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opUpdate, time.Now(), &err)
+	}
 	key, err := s.Key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: update: %w", err)

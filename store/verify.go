@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"filippo.io/age"
 
@@ -120,6 +121,9 @@ func (s *Store) Verify(ctx context.Context, opts *VerifyOptions, fn func(Check) 
 
 // check reads and judges one object; skip is true for one that vanished.
 func (s *Store) check(ctx context.Context, name string, budget *byteBudget, hasManifest bool, recovery []age.Identity) (c Check, release func(), skip bool) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &c.Err)
+	}
 	c.Name = name
 	sealed, obj, release, err := s.readWithin(ctx, s.c.prefix+name, name, budget)
 	if errors.Is(err, ErrNotFound) {

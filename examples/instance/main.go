@@ -10,12 +10,17 @@
 // Usage:
 //
 //	go run ./examples/instance [--url URL] [--identity FILE] [--instance-id ID]
-//	    [--heartbeat D] [--stale-after D]
+//	    [--heartbeat D] [--stale-after D] [--metrics-addr HOST:PORT]
 //
 // Without --url (or CAIRN_STATE_URL) the state lives in ./.cairn-demo/state;
 // without --identity (or CAIRN_STATE_IDENTITY) a demo identity is created
 // on first run in ./.cairn-demo/identity.txt (mode 0600). Keep that file:
 // it is the only key to the state. CAIRN_STATE_RECIPIENTS adds recipients.
+//
+// With --metrics-addr it serves the store's and the lock's metrics in
+// Prometheus's text format at http://HOST:PORT/metrics (docs/adr/0024),
+// and says where on stderr ("instance: serving metrics on …"); without it,
+// no metrics are recorded.
 //
 // Its migrations: 0001 imports the legacy on-disk state in
 // ./.cairn-demo/legacy (if present) under "legacy/", never deleting it;
@@ -87,6 +92,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fl.StringVar(&cfg.InstanceID, "instance-id", "", "instance id in the lock (default: host name)")
 	fl.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 0, "lock heartbeat interval (default 60s)")
 	fl.DurationVar(&cfg.StaleAfter, "stale-after", 0, "age after which a lock is stale and taken over (default 5m)")
+	metricsAddr := fl.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (default: none)")
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -121,6 +127,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.IdentityFiles = []string{demoIdentity}
 	}
 	cfg.Migrations = migrations(stderr)
+	if *metricsAddr != "" {
+		ms, err := serveMetrics(*metricsAddr, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "instance: %v\n", err)
+			return exitFailure
+		}
+		defer ms.stop()
+		cfg.MeterProvider = ms.provider
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -109,3 +109,46 @@ func (l *late) landedKeys() []string {
 func hasSuffix(suffix string) func(string) bool {
 	return func(k string) bool { return strings.HasSuffix(k, suffix) }
 }
+
+// slow is a backend whose puts of matching keys take delay on the server:
+// the write lands after delay whether or not the caller is still waiting,
+// and the caller gets the answer if it waited that long, else its
+// context's error — a request the client gave up on that the server
+// carried out anyway.
+type slow struct {
+	backend.Backend
+	match func(key string) bool
+	delay time.Duration
+	wg    sync.WaitGroup
+}
+
+var _ backend.Backend = (*slow)(nil)
+
+func (s *slow) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
+	if !s.match(key) {
+		return s.Backend.Put(ctx, key, data, opts)
+	}
+	type result struct {
+		o   backend.Object
+		err error
+	}
+	buf := append([]byte(nil), data...)
+	done := make(chan result, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		time.Sleep(s.delay)
+		o, err := s.Backend.Put(context.Background(), key, buf, opts)
+		done <- result{o, err}
+	}()
+	select {
+	case r := <-done:
+		return r.o, r.err
+	case <-ctx.Done():
+		return backend.Object{}, ctx.Err()
+	}
+}
+
+func (s *slow) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+	return backend.ResolveCapabilities(ctx, s.Backend)
+}
