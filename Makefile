@@ -1,14 +1,14 @@
-# make test installs what the tests need (versitygw, a cached Garage build),
-# then runs vet and the whole suite with the race detector, servers required.
+# make test installs what the tests need (versitygw, a cached Garage build,
+# spin for the lock's models), then runs vet and the whole suite with the race detector, servers required.
 SHELL := /bin/bash
 GO ?= go
 CACHE ?= $(HOME)/.cache/cairn-state
 VERSITYGW_VERSION ?= v1.8.0
 VERSITYGW_BIN ?= $(CACHE)/versitygw-$(VERSITYGW_VERSION)/bin/versitygw
 
-.PHONY: test unit servers versitygw garage vet demo bench fuzz
+.PHONY: test unit servers versitygw garage spin vet demo bench fuzz
 
-test: servers vet
+test: servers spin vet
 	GARAGE_BIN="$$(bash scripts/install-garage.sh)" VERSITYGW_BIN="$(VERSITYGW_BIN)" \
 	CAIRN_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -parallel 4 -timeout 40m ./...
 
@@ -24,6 +24,17 @@ $(VERSITYGW_BIN):
 
 garage:
 	bash scripts/install-garage.sh
+
+# spin checks the lock's Promela models (lock/model); installed with apt-get
+# where missing, through sudo when not root.
+spin:
+	@command -v spin >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; \
+	  elif command -v sudo >/dev/null; then sudo=sudo; \
+	  else echo "make: spin is missing, and installing it needs root or sudo: run apt-get install spin as root" >&2; exit 1; fi; \
+	  $$sudo apt-get update && $$sudo apt-get install -y spin \
+	    || { echo "make: could not install spin with apt-get; install it by hand (Debian/Ubuntu: apt-get install spin)" >&2; exit 1; }; \
+	}
 
 vet:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -46,6 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzX25519Stanza$$' -fuzztime $(FUZZTIME) ./envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzBech32Decode$$' -fuzztime $(FUZZTIME) ./envelope
 	$(GO) test -run '^$$' -fuzz '^FuzzValidateName$$' -fuzztime $(FUZZTIME) ./store
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeManifest$$' -fuzztime $(FUZZTIME) ./store
 	$(GO) test -run '^$$' -fuzz '^FuzzDiskPath$$' -fuzztime $(FUZZTIME) ./backend/fs
 	$(GO) test -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME) ./backend/s3
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./lock

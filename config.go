@@ -23,9 +23,9 @@ const (
 	// paths may be given, separated by the OS path list separator (':' on
 	// Unix), for example an old and a new key during a rotation.
 	EnvIdentity = "CAIRN_STATE_IDENTITY"
-	// EnvRecipients holds extra recipients every object is also sealed to,
-	// such as a recovery key, separated by commas or newlines (SSH
-	// recipients contain spaces).
+	// EnvRecipients holds extra recipients, such as a recovery key,
+	// separated by commas or newlines (SSH recipients contain spaces): see
+	// Config.Recipients.
 	EnvRecipients = "CAIRN_STATE_RECIPIENTS"
 )
 
@@ -42,13 +42,18 @@ type Config struct {
 	Root string
 
 	// IdentityFiles are age identity files or SSH private keys. Objects
-	// open with any of them, and are sealed to the recipients of all of
-	// them (plus Recipients).
+	// open with any of them; one of them must open the store's manifest
+	// (.cairn-state/.store), else Open fails with store.ErrNotMember.
+	// Objects are sealed to the store's recipient set (for a new store:
+	// the recipients of these identities plus Recipients).
 	IdentityFiles []string
 	// Identities are identities given directly, used after IdentityFiles.
 	Identities []age.Identity
-	// Recipients are extra recipients in age's text form (age1…, ssh-…)
-	// that every object is also sealed to, e.g. a recovery key.
+	// Recipients are extra recipients in age's text form (age1…, ssh-…),
+	// e.g. a recovery key: part of a new store's recipient set; for an
+	// existing store they are compared with its set (a difference is
+	// logged as a warning) and the store's set is sealed to. A rekey
+	// changes the store's set.
 	Recipients []string
 
 	// InstanceID names this instance in the lock; empty means the host

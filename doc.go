@@ -11,7 +11,12 @@
 //     or s3://BUCKET[/ROOT]?endpoint=…) and connect;
 //  2. envelope — load the age identities (files, or CAIRN_STATE_IDENTITY)
 //     and the extra recipients (CAIRN_STATE_RECIPIENTS);
-//  3. store — the encrypted state under <root>/.cairn-state/;
+//  3. store — the encrypted state under <root>/.cairn-state/, connected
+//     through its manifest (.cairn-state/.store), read before anything
+//     else: identities that do not belong to the store make Open fail with
+//     an error matching [store.ErrNotMember], and nothing is written; the
+//     first open of a new store creates the manifest (store.Connect,
+//     docs/adr/0021);
 //  4. lock — take the instance lock; a live foreign holder makes Open fail
 //     with an error matching [lock.ErrHeld] that names it;
 //  5. migrations — run the configured migrations while the lock is held.

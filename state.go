@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"filippo.io/age"
-
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
@@ -70,7 +68,11 @@ type Instance struct {
 
 // Open boots: backend → envelope → store → lock → migrations. It returns an
 // *OpenError naming the stage that failed; a failure after the lock was
-// taken releases it before Open returns. When ctx is cancelled (for
+// taken releases it before Open returns. The store stage reads the store's
+// manifest before the lock is touched: an identity that does not belong to
+// the store fails there with an error matching store.ErrNotMember (a
+// *store.NotMemberError), a damaged manifest with store.ErrBadManifest, and
+// nothing is written. When ctx is cancelled (for
 // example by signal.NotifyContext on SIGTERM), the stage under way stops
 // and Open fails with the context's error.
 func Open(ctx context.Context, cfg Config) (*Instance, error) {
@@ -91,30 +93,18 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		return nil, &OpenError{stage, err}
 	}
 
-	env, err := openEnvelope(cfg, logger)
+	keys, err := loadKeys(cfg, logger)
 	if err != nil {
 		return fail(StageEnvelope, err)
 	}
 
-	st, err := store.Open(b, env, store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger,
-		MeterProvider: cfg.MeterProvider})
+	st, l, err := connectAndLock(ctx, b, root, keys, cfg, logger)
 	if err != nil {
+		var se *stageError
+		if errors.As(err, &se) {
+			return fail(se.stage, se.err)
+		}
 		return fail(StageStore, err)
-	}
-
-	l, err := lock.Acquire(ctx, st, lock.Options{
-		InstanceID:        cfg.InstanceID,
-		HeartbeatInterval: cfg.HeartbeatInterval,
-		StaleAfter:        cfg.StaleAfter,
-		WaitForStale:      cfg.WaitForStale,
-		Logger:            logger,
-		MeterProvider:     cfg.MeterProvider,
-	})
-	if errors.Is(err, lock.ErrHeld) {
-		return fail(StageLock, fmt.Errorf("refusing to start: %w", err))
-	}
-	if err != nil {
-		return fail(StageLock, err)
 	}
 
 	var res migrate.Result
@@ -131,8 +121,9 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	}
 
 	rec := l.Record()
+	m, _ := st.Manifest()
 	logger.Info("state: ready", "instance", rec.InstanceID, "epoch", rec.Epoch, "mode", rec.Mode,
-		"migrations_ran", len(res.Ran))
+		"store_id", m.ID, "migrations_ran", len(res.Ran))
 	return &Instance{
 		backend:     b,
 		ownsBackend: cfg.Backend == nil,
@@ -144,11 +135,11 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	}, nil
 }
 
-// openEnvelope loads the identities and recipients of cfg. An identity
-// file that group or others may access is warned about, not refused: the
+// loadKeys loads the identities and recipients of cfg. An identity file
+// that group or others may access is warned about, not refused: the
 // platforms an application boots on cannot always give 0600 (ADR 0018).
-func openEnvelope(cfg Config, logger *slog.Logger) (*envelope.Envelope, error) {
-	var ids []age.Identity
+func loadKeys(cfg Config, logger *slog.Logger) (store.Keys, error) {
+	var k store.Keys
 	for _, f := range cfg.IdentityFiles {
 		if mode, open := IdentityFileOpenToOthers(f); open {
 			logger.Warn("state: the identity file is accessible by group or others; chmod 600 it",
@@ -156,27 +147,97 @@ func openEnvelope(cfg Config, logger *slog.Logger) (*envelope.Envelope, error) {
 		}
 		got, err := envelope.LoadIdentityFile(f)
 		if err != nil {
-			return nil, err
+			return k, err
 		}
-		ids = append(ids, got...)
+		k.Identities = append(k.Identities, got...)
 	}
-	ids = append(ids, cfg.Identities...)
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("%w: set %s to an age identity file (create one with `cairn-state keygen -o FILE`) or set Config.IdentityFiles",
+	k.Identities = append(k.Identities, cfg.Identities...)
+	if len(k.Identities) == 0 {
+		return k, fmt.Errorf("%w: set %s to an age identity file (create one with `cairn-state keygen -o FILE`) or set Config.IdentityFiles",
 			ErrNoIdentity, EnvIdentity)
 	}
-	var rcpts []age.Recipient
 	for _, s := range cfg.Recipients {
 		r, err := envelope.ParseRecipient(s)
 		if err != nil {
-			return nil, err
+			return k, err
 		}
-		rcpts = append(rcpts, r)
+		k.Recipients = append(k.Recipients, r)
 	}
-	// Until the store layer binds envelopes to the store id, objects are
-	// sealed unbound (format v2, zero store id) and legacy v1 objects of
-	// existing stores keep opening.
-	return envelope.New(ids, rcpts, &envelope.Options{AcceptLegacy: true})
+	return k, nil
+}
+
+// stageError is an error of connectAndLock that belongs to another stage
+// than the store's.
+type stageError struct {
+	stage Stage
+	err   error
+}
+
+func (e *stageError) Error() string { return e.err.Error() }
+
+// manifestAttempts bounds how often Open connects again because another
+// process created the store's manifest while this one waited for the lock.
+const manifestAttempts = 3
+
+// connectAndLock connects to the store — its manifest is read, and the
+// identity checked, before the lock is touched (docs/adr/0021) — then takes
+// the lock, and, for a new store on a backend without conditional writes,
+// writes its manifest under the lock. When another process created the
+// manifest meanwhile, it lets the lock go and starts over.
+func connectAndLock(ctx context.Context, b backend.Backend, root string, keys store.Keys, cfg Config, logger *slog.Logger) (*store.Store, *lock.Lock, error) {
+	for attempt := 1; ; attempt++ {
+		st, err := store.Connect(ctx, b, keys, &store.ConnectOptions{Create: true,
+			Options: store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger, MeterProvider: cfg.MeterProvider}})
+		if errors.Is(err, envelope.ErrInvalidIdentity) || errors.Is(err, envelope.ErrInvalidRecipient) {
+			return nil, nil, &stageError{StageEnvelope, err}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if d := st.RecipientDiff(); !d.Empty() {
+			m, _ := st.Manifest()
+			logger.Warn("state: the configured recipients differ from the store's; objects are sealed to the store's recipients. "+
+				"To change the store's set, run cairn-state rekey with the identities and recipients it should have",
+				"store_id", m.ID, "difference", d.String(),
+				"not_sealed_to", len(d.NotSealedTo), "not_configured", len(d.NotConfigured))
+		}
+		l, err := lock.Acquire(ctx, st, lock.Options{
+			InstanceID:        cfg.InstanceID,
+			HeartbeatInterval: cfg.HeartbeatInterval,
+			StaleAfter:        cfg.StaleAfter,
+			WaitForStale:      cfg.WaitForStale,
+			Logger:            logger,
+			MeterProvider:     cfg.MeterProvider,
+		})
+		if err != nil {
+			if !st.ManifestWritten() && attempt < manifestAttempts {
+				// The lock's objects may be another new store's (its id
+				// is not ours yet): look at the manifest again.
+				if again, cerr := store.Connect(ctx, b, keys, &store.ConnectOptions{Options: store.Options{Root: root, Logger: logger}}); cerr == nil {
+					if _, ok := again.Manifest(); ok {
+						continue
+					}
+				}
+			}
+			if errors.Is(err, lock.ErrHeld) {
+				err = fmt.Errorf("refusing to start: %w", err)
+			}
+			return nil, nil, &stageError{StageLock, err}
+		}
+		err = st.WithFence(l).CommitManifest(ctx)
+		if err == nil {
+			return st, l, nil
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		if rerr := l.Release(rctx); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
+			logger.Warn("state: releasing the lock after the manifest could not be written", "err", rerr)
+		}
+		cancel()
+		if !errors.Is(err, store.ErrManifestChanged) || attempt >= manifestAttempts {
+			return nil, nil, err
+		}
+		logger.Info("state: another process created the store's manifest first; connecting to it", "attempt", attempt)
+	}
 }
 
 // Store returns the instance's state, fenced by the lock: once the lock is

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -207,14 +208,7 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 		HeartbeatInterval: 20 * time.Millisecond, StaleAfter: time.Second})
 
 	// An operator force-breaks pod-a's lock and pod-b takes over.
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := store.Open(b, env, store.Options{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := connectT(t, b, id)
 	if _, err := lock.Break(ctx, raw, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -255,14 +249,7 @@ func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *te
 	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a",
 		HeartbeatInterval: time.Hour, StaleAfter: 2 * time.Hour})
 
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := store.Open(b, env, store.Options{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := connectT(t, b, id)
 	if _, err := lock.Break(ctx, raw, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,21 +356,33 @@ func TestOpen_ExtraRecipient_CanOpenEveryObject(t *testing.T) {
 	if _, err := inst.Store().Put(ctx, "token", []byte("t0k3n"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// The recovery key alone opens the object (in the envelope's emergency
-	// mode, since it cannot authenticate what it did not write).
+	// The recovery key alone opens the object, with the stock age parser:
+	// the store's recipient set includes it.
 	rc, _, err := b.Get(ctx, store.Prefix+"token")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sealed, _ := io.ReadAll(rc)
 	rc.Close()
-	recEnv, err := envelope.New(nil, nil, &envelope.Options{Recovery: []age.Identity{recovery}, Logger: quiet()})
+	var got bytes.Buffer
+	if err := envelope.Recover("token", sealed, &got, recovery); err != nil || got.String() != "t0k3n" {
+		t.Fatalf("recovery key: %q, %v", got.String(), err)
+	}
+	if m, _ := inst.Store().Manifest(); len(m.Recipients) != 2 {
+		t.Errorf("the store's recipients %v, want the identity's and the recovery key", m.Recipients)
+	}
+}
+
+// connectT connects to b's store with id, as a tool beside the instance
+// would.
+func connectT(t *testing.T, b backend.Backend, id age.Identity) *store.Store {
+	t.Helper()
+	st, err := store.Connect(context.Background(), b, store.Keys{Identities: []age.Identity{id}},
+		&store.ConnectOptions{Options: store.Options{Logger: quiet()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := recEnv.Open("token", sealed); err != nil || string(got) != "t0k3n" {
-		t.Fatalf("recovery key: %q, %v", got, err)
-	}
+	return st
 }
 
 // assertNoLock fails unless b holds no lock object.

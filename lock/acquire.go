@@ -161,6 +161,11 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 				return err
 			}
 			if gone {
+				// Listed, then gone: released (or broken) between the
+				// listing and the read — its epoch marker may not have
+				// been in the listing yet. Look again rather than count
+				// on from what this look saw (lock/model -DGET_404_IGNORED).
+				d.backoff = true
 				return nil
 			}
 		}

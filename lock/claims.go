@@ -82,13 +82,15 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 	}
 
 	rec := a.record(acq, StateIntent, 0)
-	if _, err := put(intentName(acq), rec); err != nil {
+	intent, err := put(intentName(acq), rec)
+	if err != nil {
 		return nil, decision{}, false, fmt.Errorf("lock: write intent: %w", err)
 	}
 	v, err := a.scan.scan(dctx)
 	if err != nil {
 		return nil, decision{}, false, err
 	}
+	v.ageIntentsAt(intent.Now)
 	if d, err = a.decide(dctx, v, acq); err != nil {
 		return nil, decision{}, false, err
 	}

@@ -176,6 +176,9 @@ func nextBoot(vd verdict, a *acquirer) string {
 	case UnreadableStale:
 		return "take it over with a warning: " + vd.reason
 	case Watching:
+		if vd.held.Unreadable != "" {
+			return fmt.Sprintf("watch it for up to %s, then take it over with a warning unless it is rewritten: it does not open with this process's keys and is old on the storage's clock, which nothing in it can confirm", a.o.missedHeartbeat(0))
+		}
 		return fmt.Sprintf("watch it for up to %s before deciding (its age on the storage's clock and its holder's own heartbeat disagree)", a.o.missedHeartbeat(vd.held.Holder.HeartbeatInterval))
 	case Unreadable:
 		return fmt.Sprintf("refuse to start until it is stale (in %s): it does not open with this process's keys", roundAge(vd.held.StaleIn))

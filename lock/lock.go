@@ -73,6 +73,9 @@ type Lock struct {
 	// claims, wherever they turn up (a confirm answered too late that
 	// landed anyway), are ours to delete and never a rival.
 	mine map[string]bool
+	// cleaned is closed once the heartbeat goroutine has deleted what the
+	// acquisition left (cleanup).
+	cleaned chan struct{}
 
 	m          *lockMetrics        // nil without a MeterProvider (metrics.go)
 	metricsReg metric.Registration // the gauges' callback, until Release
@@ -98,6 +101,7 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		cleanup:   cleanup,
 		mine:      maps.Clone(a.mine),
 		m:         a.m,
+		cleaned:   make(chan struct{}),
 	}
 	if l.mine == nil {
 		l.mine = map[string]bool{}
@@ -247,6 +251,7 @@ func (l *Lock) confirm(sent time.Time, rec Record, version string) {
 func (l *Lock) heartbeat() {
 	defer close(l.done)
 	l.deleteCleanup()
+	close(l.cleaned)
 	next := time.NewTimer(l.untilNextBeat())
 	defer next.Stop()
 	expiry := time.NewTimer(l.untilLost())
@@ -342,7 +347,7 @@ func (l *Lock) beat() error {
 		return err
 	}
 	if l.mode == ModeCAS {
-		return l.beatCAS(ctx, rec, data, version)
+		return l.beatCAS(ctx, rec, data, version, suspended)
 	}
 	return l.beatClaims(ctx, rec, data, suspended)
 }
@@ -355,41 +360,67 @@ func (l *Lock) checkSuspended() bool {
 // beatCAS: a conditional write on our version. Success proves nobody wrote
 // the lock since our last confirmed write, so it also reopens a suspended
 // fence.
-func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version string) error {
-	sent := time.Now()
-	info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
-	if err == nil {
-		l.confirm(sent, rec, info.Version)
-		return nil
+func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version string, suspended bool) error {
+	for adopted := false; ; adopted = true {
+		sent := time.Now()
+		info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
+		if err == nil {
+			if suspended {
+				// Reopening after a suspension: a conditional write on our
+				// version does not prove nobody held the lock meanwhile — a
+				// late copy of one of our own writes can land again with the
+				// same bytes, so the same version. Every takeover writes an
+				// epoch marker first: look for one above ours (found by the
+				// model, lock/model -DNO_REOPEN_CHECK).
+				v, serr := l.scan.scan(ctx)
+				if serr != nil {
+					return fmt.Errorf("lock: heartbeat: %w", serr)
+				}
+				if top := v.maxMarker(); top > rec.Epoch {
+					l.lose(&LostError{Reason: fmt.Sprintf("epoch %d was confirmed while our lock was suspended (ours %d): another instance held it meanwhile; stopped writing", top, rec.Epoch)})
+					return nil
+				}
+			}
+			l.confirm(sent, rec, info.Version)
+			return nil
+		}
+		if !errors.Is(err, backend.ErrPreconditionFailed) || adopted {
+			return fmt.Errorf("lock: heartbeat: %w", err)
+		}
+		// Another writer replaced the object, or a write of ours landed and
+		// a retry reported the conflict: the acquisition id tells.
+		v, serr := l.scan.scan(ctx)
+		if serr != nil {
+			return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
+		}
+		if v.lock == nil {
+			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
+			return nil
+		}
+		gone, rerr := l.scan.read(ctx, v.lock)
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
+		case gone:
+			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
+			return nil
+		case !v.lock.readable:
+			l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
+			return nil
+		case v.lock.rec.AcquisitionID != rec.AcquisitionID:
+			other := v.lock.rec
+			l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
+			return nil
+		}
+		// Ours, at a version we did not write last — it may be an older
+		// write of ours landing late, so it confirms nothing: adopt its
+		// version and write again on it; that write confirms (found by the
+		// model, lock/model -DOURS_CONFIRMS).
+		version = v.lock.info.Version
+		l.mu.Lock()
+		l.version = version
+		l.mu.Unlock()
 	}
-	if !errors.Is(err, backend.ErrPreconditionFailed) {
-		return fmt.Errorf("lock: heartbeat: %w", err)
-	}
-	// Another writer replaced the object, or our own write landed and a
-	// retry reported the conflict: the acquisition id tells.
-	v, serr := l.scan.scan(ctx)
-	if serr != nil {
-		return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
-	}
-	if v.lock == nil {
-		l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
-		return nil
-	}
-	gone, rerr := l.scan.read(ctx, v.lock)
-	switch {
-	case rerr != nil:
-		return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
-	case gone:
-		l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
-	case !v.lock.readable:
-		l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
-	case v.lock.rec.AcquisitionID == rec.AcquisitionID:
-		l.confirm(sent, v.lock.rec, v.lock.info.Version)
-	default:
-		other := v.lock.rec
-		l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
-	}
-	return nil
 }
 
 // beatClaims: write our held claim, then list (docs/adr/0020).
@@ -403,6 +434,7 @@ func (l *Lock) beatClaims(ctx context.Context, rec Record, data []byte, suspende
 	if err != nil {
 		return fmt.Errorf("lock: heartbeat: %w", err)
 	}
+	v.ageIntentsAt(info.Now)
 	if lost := l.claimsLost(ctx, v, rec, suspended || l.checkSuspended()); lost != nil {
 		l.lose(lost)
 		// Our claims are junk now (our heartbeat may just have rewritten
@@ -459,10 +491,21 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 			continue
 		}
 		if gone, err := l.scan.read(ctx, e); err != nil || gone {
-			if err != nil {
-				threat = e // cannot tell: do not reopen
+			if err != nil || e.kind != kindIntent {
+				// Cannot tell, or a listed claim vanished (released after a
+				// tenure we did not see): do not reopen (lock/model
+				// -DGET_404_IGNORED).
+				threat = e
+				break
 			}
 			continue
+		}
+		if e.kind != kindIntent && e.readable && e.rec.Epoch > rec.Epoch {
+			// A held claim above our epoch, dead or alive: someone held the
+			// lock after us (its marker may not have landed yet; lock/model
+			// -DHB_NO_EPOCH_CHECK).
+			threat = e
+			break
 		}
 		if e.kind != kindIntent {
 			if vd := a.judge(e, now); vd.kind == vTake {
@@ -543,6 +586,9 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	}
 	l.deleteNames(ctx, junk)
 }
+
+// cleanedUp is closed once the acquisition's clean-up has run.
+func (l *Lock) cleanedUp() <-chan struct{} { return l.cleaned }
 
 // deleteCleanup deletes what the acquisition left (best effort).
 func (l *Lock) deleteCleanup() {

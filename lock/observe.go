@@ -112,6 +112,23 @@ func (s scanner) scan(ctx context.Context) (view, error) {
 	return v, nil
 }
 
+// ageIntentsAt judges the intents' ages against floor, a storage time from
+// before the listing began (the answer to our own write just before it),
+// instead of the listing page's time: a slot is read some time before its
+// page is answered, and an age taken late could call an intent dead too
+// early (lock/model -DJUDGE_LATE). A zero floor keeps the listing's ages.
+func (v view) ageIntentsAt(floor time.Time) {
+	if floor.IsZero() {
+		return
+	}
+	for _, e := range v.intents {
+		// An intent written after floor (a racing acquirer) gets age 0,
+		// or an unknown age — live — if it is ahead by more than the
+		// clock's resolution.
+		e.setAge(floor)
+	}
+}
+
 // setAge judges the entry's age against the storage's now.
 func (e *entry) setAge(now time.Time) {
 	age := now.Sub(e.info.ModTime)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -45,9 +46,19 @@ func BenchmarkVersitygw(b *testing.B) {
 	if _, err := be.ResolveCapabilities(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	st, err := store.Open(be, newSealer(b), store.Options{})
+	// The store as applications get it: connected through its manifest,
+	// every object bound to the store id and sealed to its recipient set.
+	key, err := age.GenerateX25519Identity()
 	if err != nil {
 		b.Fatal(err)
+	}
+	st, err := store.Connect(context.Background(), be, store.Keys{Identities: []age.Identity{key}},
+		&store.ConnectOptions{Create: true, Options: store.Options{Logger: opts.Logger}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if m, ok := st.Manifest(); !ok || m.ID.IsZero() {
+		b.Fatal("no manifest")
 	}
 	raw := awss3.New(awss3.Options{
 		Region:                     srv.Region,
@@ -164,7 +175,7 @@ func BenchmarkVersitygw(b *testing.B) {
 		b.SetBytes(objects * int64(len(value)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := st.GetMany(ctx, names, concurrency); err != nil {
+			if _, err := st.GetMany(ctx, names, &store.ManyOptions{Concurrency: concurrency}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -189,7 +200,7 @@ func BenchmarkVersitygw(b *testing.B) {
 		return nil
 	}
 	storeLoad := func() error {
-		_, err := st.GetMany(ctx, names, concurrency)
+		_, err := st.GetMany(ctx, names, &store.ManyOptions{Concurrency: concurrency})
 		return err
 	}
 	b.Run("Load1000x4KiB/raw", func(b *testing.B) {

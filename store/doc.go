@@ -5,10 +5,30 @@
 // A [Store] maps state names ("keys/signing.pem", "db/app.sqlite") to
 // objects at <root>/.cairn-state/<name>. Every value is sealed by a
 // [Sealer] (in practice *envelope.Envelope) before it leaves the process,
-// and bound to its name, so the storage operator sees ciphertext only and
-// an object copied to another name does not open. The binding is to the
+// and bound to its name, so the storage operator sees no value and an
+// object copied to another name does not open. The binding is to the
 // state name, not to the full key: a store whose root prefix moved still
 // opens its objects.
+//
+// # Store identity
+//
+// [Connect] is how applications and tools open a store: it reads the
+// store's [Manifest] (<root>/.cairn-state/.store, sealed like all state:
+// a store id, the store format, the creation time, the recipients every
+// object is sealed to, a key generation) before anything else, and refuses
+// identities that cannot open it with a [*NotMemberError] ([ErrNotMember])
+// — nothing is written, the lock is not touched. The store it returns
+// binds every object to the store id (an object copied from another store
+// fails with envelope.ErrForeignStore) and seals to the manifest's
+// recipient set, whatever the configuration says ([Store.RecipientDiff]
+// reports the difference). The first write-capable connection creates the
+// manifest: if absent where the backend has conditional writes, else by
+// [Store.CommitManifest] under the instance lock. A garbage manifest is a
+// [*ManifestError], never re-created. Recovery identities
+// ([Keys].Recovery) open only the application's objects, never the
+// reserved ones. See docs/adr/0021-store-manifest-and-membership.md.
+// [Open] makes a store over any Sealer, with no manifest: for tests and
+// tools below the identity layer.
 //
 // # Names
 //
@@ -17,8 +37,9 @@
 // segments, control characters, backslashes and names over [MaxNameLen]
 // bytes are refused with a [*NameError] (errors.Is(err, [ErrInvalidName])).
 // Names starting with '.' are reserved for cairn-state's own objects (the
-// lock ".lock", the migration log ".migrations"); only the
-// [Store.Internal] view accepts and lists them.
+// manifest ".store", the lock ".lock", the migration log ".migrations",
+// rekey's progress ".rekey"); only the [Store.Internal] view accepts and
+// lists them.
 //
 // # Writes and atomicity
 //
@@ -46,7 +67,9 @@
 //
 // [PutJSON], [GetJSON] and [UpdateJSON] keep JSON values together with the
 // application's schema version, so a reader can tell an old value from a
-// new one. [Store.GetMany] reads many objects with bounded concurrency.
+// new one; their errors never quote the stored value. [Store.GetMany]
+// reads many objects bounded by count and by sealed bytes in flight
+// ([ManyOptions]); [Store.Verify] checks every object the same way.
 //
 // # Sharing a bucket with the application
 //
@@ -83,6 +106,7 @@
 // Errors name the object and wrap a sentinel: [ErrNotFound] (which is
 // backend.ErrNotFound), [ErrPreconditionFailed], [ErrUnsupported],
 // [ErrInvalidName], [ErrReservedName], [ErrTooLarge], [ErrFenced],
-// [ErrConflict], [ErrBadJSON], [ErrReservedKey], or the sealer's own errors
+// [ErrConflict], [ErrBadJSON], [ErrReservedKey], [ErrNotMember],
+// [ErrBadManifest], [ErrNoManifest], [ErrManifestChanged], or the sealer's own errors
 // (wrong key, tampered) and context errors, all reachable with errors.Is.
 package store

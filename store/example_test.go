@@ -159,3 +159,26 @@ func ExampleStore_WithFence() {
 	// store: put "token": write refused: this instance no longer holds the state lock: state lock lost to "pod-b"
 	// v1
 }
+
+// Connect reads the store's manifest before anything else: the first
+// write-capable connection creates it, and an identity the store is not
+// sealed to is refused with ErrNotMember before it can read or write.
+func ExampleConnect() {
+	ctx := context.Background()
+	b := mem.New(mem.Options{})
+	owner, _ := age.GenerateX25519Identity()
+	st, err := store.Connect(ctx, b, store.Keys{Identities: []age.Identity{owner}}, &store.ConnectOptions{Create: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, _ := st.Manifest()
+	fmt.Println("format:", m.Format, "generation:", m.Generation, "recipients:", len(m.Recipients))
+
+	stranger, _ := age.GenerateX25519Identity()
+	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{stranger}}, nil)
+	var nm *store.NotMemberError
+	fmt.Println(errors.Is(err, store.ErrNotMember), errors.As(err, &nm) && nm.StoreID == m.ID)
+	// Output:
+	// format: 2 generation: 1 recipients: 1
+	// true true
+}

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,8 @@ func (f *switchFence) trip(err error) {
 	defer f.mu.Unlock()
 	f.err = err
 }
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sameObject compares two Infos as descriptions of one object version: the
 // storage's clock at each answer (Now) may differ.

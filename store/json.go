@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"reflect"
 )
 
 // Doc is a JSON state value with the application's schema version kept
@@ -95,7 +98,7 @@ func encodeJSON[T any](name string, schema int, v T) ([]byte, error) {
 func decodeJSON[T any](name string, data []byte) (Doc[T], error) {
 	var raw jsonDoc
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Doc[T]{}, fmt.Errorf("store: get json %q: %w: %w", name, ErrBadJSON, err)
+		return Doc[T]{}, fmt.Errorf("store: get json %q: %w: %s", name, ErrBadJSON, describeJSONError(err))
 	}
 	if raw.Schema == nil || raw.Value == nil {
 		return Doc[T]{}, fmt.Errorf("store: get json %q: %w: no schema or value field (not written by PutJSON?)", name, ErrBadJSON)
@@ -103,8 +106,43 @@ func decodeJSON[T any](name string, data []byte) (Doc[T], error) {
 	d := Doc[T]{Schema: *raw.Schema}
 	if !bytes.Equal(raw.Value, []byte("null")) {
 		if err := json.Unmarshal(raw.Value, &d.Value); err != nil {
-			return Doc[T]{}, fmt.Errorf("store: get json %q (schema %d): %w: %w", name, d.Schema, ErrBadJSON, err)
+			return Doc[T]{}, fmt.Errorf("store: get json %q (schema %d): %w: decoding into %s: %s", name, d.Schema, ErrBadJSON, reflect.TypeFor[T](), describeJSONError(err))
 		}
 	}
 	return d, nil
+}
+
+// describeJSONError says what is wrong with a JSON value without quoting
+// any of it: encoding/json's own messages quote characters, numbers and,
+// through UnmarshalJSON methods (time.Time's), whole strings of the value,
+// which may be secret (issue #14). Field paths and Go types are the
+// schema's, not the value's, and are kept.
+func describeJSONError(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON near byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		at := ""
+		if typ.Field != "" {
+			at = " at field " + typ.Field
+		}
+		kind, _, _ := cutSpace(typ.Value) // "number 1e400" → "number"
+		return fmt.Sprintf("a JSON %s%s where %s was expected", kind, at, typ.Type)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the JSON value ends early"
+	default:
+		return fmt.Sprintf("the value does not decode (%T)", err)
+	}
+}
+
+// cutSpace splits s at its first space.
+func cutSpace(s string) (before, after string, found bool) {
+	for i := range len(s) {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/state/store"
 )
@@ -100,5 +101,42 @@ func TestUpdateJSON_ConcurrentIncrements_AllCounted(t *testing.T) {
 	doc, err := store.GetJSON[boots](ctx, s, "boots")
 	if err != nil || doc.Value.N != 20 {
 		t.Fatalf("boots = %+v, %v; want 20", doc, err)
+	}
+}
+
+// GetJSON's errors reach logs and the migration record: they must not
+// quote the stored value (issue #14).
+func TestGetJSON_DecodeErrors_QuoteNoPlaintext(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newStore(t, store.Options{})
+	type typed struct {
+		N    int       `json:"n"`
+		When time.Time `json:"when"`
+		Tags []string  `json:"tags"`
+	}
+	const secret = "hunter2-S3CR3T"
+	for name, raw := range map[string]string{
+		"syntax":       `{"schema":1,"value":` + secret + `}`,
+		"syntax-inner": `{"schema":1,"value":{"n": 1` + secret + `}}`,
+		"type-number":  `{"schema":1,"value":{"n": "` + secret + `"}}`,
+		"type-big":     `{"schema":1,"value":{"n": 1` + strings.Repeat("9", 40) + `}}`,
+		"time":         `{"schema":1,"value":{"when": "` + secret + `"}}`,
+		"array":        `{"schema":1,"value":{"tags": "` + secret + `"}}`,
+		"truncated":    `{"schema":1,"value":{"n": "` + secret,
+		"not-json":     secret,
+	} {
+		if _, err := s.Put(ctx, "v/"+name, []byte(raw), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := store.GetJSON[typed](ctx, s, "v/"+name)
+		if !errors.Is(err, store.ErrBadJSON) {
+			t.Errorf("%s: %v, want ErrBadJSON", name, err)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "S3CR3T") || strings.Contains(msg, "999") {
+			t.Errorf("%s: the error quotes the value: %s", name, msg)
+		} else {
+			t.Logf("%s: %s", name, msg)
+		}
 	}
 }

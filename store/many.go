@@ -6,11 +6,45 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// DefaultConcurrency is how many objects GetMany reads at once when asked
-// for zero or fewer.
+// DefaultConcurrency is how many objects GetMany reads at once when
+// ManyOptions.Concurrency is zero or less.
 const DefaultConcurrency = 16
+
+// DefaultBytesInFlight is how many sealed bytes GetMany reads and opens at
+// once when ManyOptions.MaxBytesInFlight is zero or less: one object of the
+// default maximum size, or many small ones.
+const DefaultBytesInFlight = 64 << 20
+
+// ManyOptions bound a bulk read. A nil *ManyOptions, like the zero value,
+// means the defaults.
+type ManyOptions struct {
+	// Concurrency is how many reads are in flight at most;
+	// DefaultConcurrency when zero or less.
+	Concurrency int
+	// MaxBytesInFlight bounds the sealed bytes being read and opened at
+	// once, by the sizes the backend declares (an object of unknown size
+	// counts as the maximum object size); DefaultBytesInFlight when zero or
+	// less. An object larger than the bound is read alone. Values already
+	// returned are not counted: GetMany's result holds them all.
+	MaxBytesInFlight int64
+}
+
+func (o *ManyOptions) withDefaults() ManyOptions {
+	var out ManyOptions
+	if o != nil {
+		out = *o
+	}
+	if out.Concurrency <= 0 {
+		out.Concurrency = DefaultConcurrency
+	}
+	if out.MaxBytesInFlight <= 0 {
+		out.MaxBytesInFlight = DefaultBytesInFlight
+	}
+	return out
+}
 
 // Item is one result of GetMany.
 type Item struct {
@@ -20,36 +54,19 @@ type Item struct {
 	Err  error  // why this object could not be read, naming it
 }
 
-// GetMany reads and opens the objects names with at most concurrency reads
-// in flight (DefaultConcurrency when concurrency ≤ 0). It returns one Item
-// per name, in the order of names, whatever happens to the others: a
-// missing or unreadable object does not stop the rest. The returned error
-// is nil when every item was read, and otherwise joins the items' errors
-// (errors.Is works through it). Once ctx is done, the items not yet read
-// fail with ctx's error.
-func (s *Store) GetMany(ctx context.Context, names []string, concurrency int) ([]Item, error) {
+// GetMany reads and opens the objects names, bounded by opts (at most
+// Concurrency reads, at most MaxBytesInFlight sealed bytes in flight). It
+// returns one Item per name, in the order of names, whatever happens to the
+// others: a missing or unreadable object does not stop the rest. The
+// returned error is nil when every item was read, and otherwise joins the
+// items' errors (errors.Is works through it). Once ctx is done, the items
+// not yet read fail with ctx's error.
+func (s *Store) GetMany(ctx context.Context, names []string, opts *ManyOptions) ([]Item, error) {
 	items := make([]Item, len(names))
 	if len(names) == 0 {
 		return items, nil
 	}
-	if concurrency <= 0 {
-		concurrency = DefaultConcurrency
-	}
-	concurrency = min(concurrency, len(names))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(names) {
-					return
-				}
-				items[i] = s.getItem(ctx, names[i])
-			}
-		})
-	}
-	wg.Wait()
+	s.eachName(ctx, names, opts, func(i int, it Item) { items[i] = it })
 	var errs []error
 	for _, it := range items {
 		if it.Err != nil {
@@ -60,6 +77,30 @@ func (s *Store) GetMany(ctx context.Context, names []string, concurrency int) ([
 		return items, &ManyError{Errs: errs, Total: len(names)}
 	}
 	return items, nil
+}
+
+// eachName reads names as GetMany does and hands each item to fn (from
+// several goroutines, each index once) as soon as it is read; the item's
+// budget is given back once fn returns.
+func (s *Store) eachName(ctx context.Context, names []string, opts *ManyOptions, fn func(i int, it Item)) {
+	o := opts.withDefaults()
+	budget := newByteBudget(o.MaxBytesInFlight)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(o.Concurrency, len(names)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(names) {
+					return
+				}
+				it, release := s.getItem(ctx, names[i], budget)
+				fn(i, it)
+				release()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // ManyError is GetMany's error when some objects could not be read. It
@@ -90,10 +131,24 @@ func (e *ManyError) Error() string {
 // Unwrap returns the items' errors.
 func (e *ManyError) Unwrap() []error { return e.Errs }
 
-func (s *Store) getItem(ctx context.Context, name string) Item {
-	if err := ctx.Err(); err != nil {
-		return Item{Name: name, Err: fmt.Errorf("store: get %q: %w", name, err)}
+func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (it Item, release func()) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &it.Err)
 	}
-	data, info, err := s.Get(ctx, name)
-	return Item{Name: name, Data: data, Info: info, Err: err}
+	if err := ctx.Err(); err != nil {
+		return Item{Name: name, Err: fmt.Errorf("store: get %q: %w", name, err)}, func() {}
+	}
+	key, err := s.Key(name)
+	if err != nil {
+		return Item{Name: name, Err: fmt.Errorf("store: get: %w", err)}, func() {}
+	}
+	sealed, obj, release, err := s.readWithin(ctx, key, name, budget)
+	if err != nil {
+		return Item{Name: name, Err: err}, release
+	}
+	plain, err := s.c.sealer.Open(name, sealed)
+	if err != nil {
+		return Item{Name: name, Err: fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)}, release
+	}
+	return Item{Name: name, Data: plain, Info: s.info(name, obj)}, release
 }

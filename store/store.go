@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"time"
 
@@ -201,46 +200,10 @@ func (s *Store) get(ctx context.Context, key, name string) ([]byte, Info, error)
 	return plain, s.info(name, obj), nil
 }
 
-// read fetches the sealed bytes of key, refusing objects over the maximum
-// size without reading them whole: the declared size is checked first and
-// the read itself is limited, in case the declared size lied.
+// read fetches the sealed bytes of key (see readWithin).
 func (s *Store) read(ctx context.Context, key, name string) ([]byte, backend.Object, error) {
-	rc, obj, err := s.c.b.Get(ctx, key)
-	if errors.Is(err, backend.ErrCorrupt) {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
-	}
-	if err != nil {
-		return nil, backend.Object{}, s.wrap("get", name, err)
-	}
-	defer rc.Close()
-	limit := s.c.maxSize
-	if obj.Size > limit {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: %d bytes stored, limit %d: %w (%w)", name, obj.Size, limit, ErrTooLarge, ErrUnreadable)
-	}
-	hint := obj.Size
-	if hint < 0 {
-		hint = 0
-	}
-	buf := make([]byte, 0, hint+1) // +1: the final Read that sees EOF needs no growth
-	lr := io.LimitReader(rc, limit+1)
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, backend.Object{}, s.wrap("get", name, err)
-		}
-	}
-	if int64(len(buf)) > limit {
-		return nil, backend.Object{}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w (%w)", name, limit, obj.Size, ErrTooLarge, ErrUnreadable)
-	}
-	s.c.metrics.moved(ctx, dirRead, len(buf))
-	return buf, obj, nil
+	sealed, obj, _, err := s.readWithin(ctx, key, name, nil)
+	return sealed, obj, err
 }
 
 // Put seals data and writes it as one object, atomically: readers see the

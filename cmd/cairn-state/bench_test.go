@@ -12,6 +12,8 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/store"
+	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
@@ -57,4 +59,49 @@ func benchRekey(b *testing.B, tg *target, n int) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "objects/s")
+}
+
+// BenchmarkPut is one CLI write, in-process (the CLI's run function): open
+// the backend, take the lock (resolving the backend's capabilities: the
+// S3 conditional-write probe), seal and write one object, release. Compare
+// the servers' medians with benchstat:
+//
+//	go test -run '^$' -bench 'BenchmarkPut' -benchtime 10x -count 7 ./cmd/cairn-state > put.txt; benchstat -col /server put.txt
+func BenchmarkPut(b *testing.B) {
+	for _, s := range []struct {
+		name  string
+		start func(b *testing.B) *testutil.S3Server
+	}{
+		{"versitygw", func(b *testing.B) *testutil.S3Server { return &versitygw.Start(b).S3Server }},
+		{"garage", func(b *testing.B) *testutil.S3Server { return &garage.Start(b).S3Server }},
+	} {
+		b.Run("server="+s.name, func(b *testing.B) {
+			srv := s.start(b)
+			tg := s3Target(b, s.name, srv)
+			for _, kv := range srv.Env() { // the AWS chain reads the process environment
+				k, v, _ := strings.Cut(kv, "=")
+				b.Setenv(k, v)
+			}
+			id, err := age.GenerateX25519Identity()
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join(tg.dir, "id.txt")
+			if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			value := filepath.Join(tg.dir, "value")
+			if err := os.WriteFile(value, []byte(strings.Repeat("v", 1000)), 0o600); err != nil {
+				b.Fatal(err)
+			}
+			env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": path}
+			getenv := func(k string) string { return env[k] }
+			streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+			for b.Loop() {
+				if code := run(context.Background(), []string{"put", "app/value", value}, streams, getenv); code != exitOK {
+					b.Fatalf("put exited %d", code)
+				}
+			}
+		})
+	}
 }

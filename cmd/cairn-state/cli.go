@@ -13,7 +13,9 @@ import (
 	"time"
 
 	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/store"
 )
 
 // Exit codes, as in the design ("The operator CLI").
@@ -22,6 +24,8 @@ const (
 	exitFail  = 1
 	exitUsage = 2
 	exitHeld  = 3
+	// exitNotMember: the identity does not belong to this store.
+	exitNotMember = 5
 )
 
 // exitCodes are the exit codes as `cairn-state help` lists them: the CLI's,
@@ -53,16 +57,19 @@ type app struct {
 	stdio
 	getenv func(string) string
 
-	url         string
-	identities  listFlag
-	recipients  listFlag
-	json        bool
-	staleAfter  time.Duration
-	verbose     bool
-	interactive bool          // stderr is a terminal: draw a progress bar
-	allowUnauth bool          // --allow-unauthenticated (get, rekey): the emergency recovery read
-	wait        time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
-	mayCreate   bool          // the command may create a missing file: store (put)
+	url           string
+	identities    listFlag
+	recipients    listFlag
+	json          bool
+	staleAfter    time.Duration
+	verbose       bool
+	interactive   bool          // stderr is a terminal: draw a progress bar
+	allowUnauth   bool          // --allow-unauthenticated (get, rekey): the emergency recovery read
+	recoveryFiles listFlag      // --recovery-identity (get, rekey, verify)
+	write         bool          // the command writes: it may create the store's manifest (put, rm)
+	quietDiff     bool          // the recipient difference was reported
+	wait          time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
+	mayCreate     bool          // the command may create a missing file: store (put)
 
 	timeout time.Duration // --timeout: how long a command waits on storage that does not answer
 
@@ -106,6 +113,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &ue):
 		return exitUsage
+	case errors.Is(err, store.ErrNotMember):
+		return exitNotMember
 	case errors.Is(err, lock.ErrHeld):
 		return exitHeld
 	default:
@@ -137,15 +146,15 @@ func commands() []command {
 			"cairn-state keygen -o identity.txt", runKeygen},
 		{"ls", "[--all] [PREFIX]", "list state names with sealed size and modification time",
 			"cairn-state ls app/", runLs},
-		{"get", "[--allow-unauthenticated] NAME", "decrypt one object to stdout",
+		{"get", "[--recovery-identity FILE --allow-unauthenticated] NAME", "decrypt one object to stdout",
 			"cairn-state get app/db-password > db-password.txt", runGet},
 		{"put", "[--wait DURATION] NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock",
 			"echo hunter2 | cairn-state put app/db-password\ncairn-state put --wait 2m app/config config.json", runPut},
 		{"rm", "[--wait DURATION] NAME", "delete one object; takes the lock",
 			"cairn-state rm app/old-token", runRm},
-		{"verify", "", "open every object, report each one that fails and why",
-			"cairn-state verify --json", runVerify},
-		{"rekey", "[--old-identity FILE]... [--allow-unauthenticated] [--restart] [--wait DURATION]", "re-seal every object to the current recipients; takes the lock",
+		{"verify", "[--recovery-identity FILE]", "check the store's manifest and open every object: report each one that fails and why, legacy ones and ones sealed outside the store's recipients; prove a recovery key reads everything with stock age",
+			"cairn-state verify --json\ncairn-state verify --recovery-identity recovery.txt", runVerify},
+		{"rekey", "[--old-identity FILE]... [--recovery-identity FILE --allow-unauthenticated [--yes]] [--restart] [--wait DURATION]", "move the store and every object to the current recipients; afterwards the old keys are refused; takes the lock",
 			"cairn-state keygen -o new.txt && cairn-state rekey --identity new.txt --old-identity identity.txt", runRekey},
 		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch",
 			"cairn-state lock status --json", runLockStatus},
@@ -420,7 +429,7 @@ func printEntryAt(w io.Writer, column int, left, text string) {
 func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&a.url, "url", a.url, "the store, or $CAIRN_STATE_URL: file:///abs/path, file:rel/path or s3://BUCKET[/ROOT]?endpoint=`URL`&region=R&path_style=true&conditional=auto|on|off")
 	fs.Var(&a.identities, "identity", "an age identity `FILE` (age-keygen's format) or SSH private key, mode 0600; repeatable, or $CAIRN_STATE_IDENTITY")
-	fs.Var(&a.recipients, "recipient", "an extra public recipient `R` (age1…, ssh-ed25519 …) every object is also sealed to, e.g. a recovery key; repeatable, or $CAIRN_STATE_RECIPIENTS")
+	fs.Var(&a.recipients, "recipient", "an extra public recipient `R` (age1…, ssh-ed25519 …), e.g. a recovery key: one of the store's recipients when a write creates the store and with rekey; otherwise writes seal to the store's own set and a difference is noted; repeatable, or $CAIRN_STATE_RECIPIENTS")
 	fs.BoolVar(&a.json, "json", a.json, "print one JSON document on stdout instead of human output, also on failure")
 	fs.DurationVar(&a.staleAfter, "stale-after", a.staleAfter, "the stale window (a `DURATION`) used to judge the lock and recorded in the CLI's own; it can lengthen a holder's recorded window, not shorten it")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "how long a command waits on storage that does not answer (a `DURATION`, at least 1s): an S3 operation gives up within 45% of it, naming the endpoint; the S3 timeouts the URL does not set are derived from it")
@@ -573,6 +582,11 @@ func (a *app) fail(err error) {
 	if errors.Is(err, state.ErrNoStore) {
 		fmt.Fprintf(a.err, "hint: check --url (or %s); a write (cairn-state put) creates a new store\n", state.EnvURL)
 	}
+	var foreign *envelope.ForeignStoreError
+	if errors.As(err, &foreign) {
+		fmt.Fprintf(a.err, "hint: %q was copied here from another store (store %s); this store is %s: restore this store's own copy, or remove it (cairn-state rm)\n",
+			foreign.Name, foreign.Object, foreign.Envelope)
+	}
 	var held *lock.HeldError
 	switch {
 	case !errors.As(err, &held):
@@ -591,6 +605,13 @@ func (a *app) fail(err error) {
 		return
 	}
 	doc := errorDoc{Error: errorBody{Message: msg, ExitCode: exitCode(err)}}
+	var nm *store.NotMemberError
+	if errors.As(err, &nm) {
+		doc.Error.Store = &notMemberDoc{StoreID: nm.StoreID.String(), Created: nm.Created, Recipients: nm.Recipients, Key: nm.Key}
+		if nm.StoreID.IsZero() {
+			doc.Error.Store.StoreID = ""
+		}
+	}
 	if held != nil {
 		if held.Unreadable != "" {
 			doc.Error.Unreadable = held.Unreadable

@@ -191,10 +191,10 @@ func TestObjects_PutGetLsRm_RoundTripThroughTheStore(t *testing.T) {
 			t.Errorf("get of a removed object: %+v", doc)
 		}
 
-		// Another key cannot read: exit 1, and the reason says so.
+		// Another key does not belong to the store: exit 5, and it says so.
 		other, _ := tg.keygen(t, "other.txt")
-		r = tg.cli(t, nil, "get", "dir/blob", "--identity", other).must(t, exitFail)
-		if !strings.Contains(r.stderr, "no configured identity matches") {
+		r = tg.cli(t, nil, "get", "dir/blob", "--identity", other).must(t, exitNotMember)
+		if !strings.Contains(r.stderr, "does not belong to this store") {
 			t.Errorf("get with another key:\n%s", r)
 		}
 	})
@@ -211,7 +211,27 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := tg.store(t, other).Put(ctx, "foreign", []byte("sealed to another key"), store.PutOptions{}); err != nil {
+		// An object of this store sealed by another key, and one copied
+		// from another store that shares this store's key.
+		m, _ := st.Manifest()
+		ids, err := envelope.LoadIdentityFile(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		otherEnv, err := envelope.New(ids, nil, &envelope.Options{StoreID: m.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := otherEnv.Seal("foreign", []byte("sealed to another key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tg.raw.Put(ctx, tg.key("foreign"), sealed, backend.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		staging := *tg
+		staging.root = "staging"
+		if _, err := staging.store(t, id).Put(ctx, "copied", []byte("from staging"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Tamper with the sealed bytes directly in the storage.
@@ -239,6 +259,13 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 		whole := raw("truncated")
 		write("truncated", whole[:len(whole)-10])
 		write("plain", []byte("not sealed at all"))
+		rc, _, err := tg.raw.Get(ctx, staging.key("copied"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromStaging, _ := io.ReadAll(rc)
+		rc.Close()
+		write("copied", fromStaging)
 
 		want := map[string]string{
 			"tampered":  reasonTampered,
@@ -246,11 +273,13 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 			"truncated": reasonTruncated,
 			"plain":     reasonNotEnvelope,
 			"foreign":   reasonWrongKey,
+			"copied":    reasonForeignStore,
 		}
 		r := tg.cli(t, nil, "verify", "--identity", id, "--json").must(t, exitFail)
 		doc := decode[verifyDoc](t, r)
-		if doc.OK || doc.Checked != 8 {
-			t.Errorf("verify: ok=%v checked=%d, want false and 8", doc.OK, doc.Checked)
+		// 9 objects and the store's manifest.
+		if doc.OK || doc.Checked != 10 || doc.Store == nil || doc.Store.ID != m.ID.String() {
+			t.Errorf("verify: ok=%v checked=%d store=%+v, want false, 10 and store %s", doc.OK, doc.Checked, doc.Store, m.ID)
 		}
 		got := map[string]string{}
 		for _, f := range doc.Failed {
@@ -269,7 +298,7 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 				t.Errorf("human report lacks %q: %q:\n%s", name, why, r)
 			}
 		}
-		if !strings.Contains(r.stderr, "5 of 8 objects failed") {
+		if !strings.Contains(r.stderr, "6 of 10 objects failed") {
 			t.Errorf("stderr lacks the summary:\n%s", r)
 		}
 
@@ -280,7 +309,7 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 			}
 		}
 		doc = decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", id, "--json").must(t, exitOK))
-		if !doc.OK || doc.Checked != 3 || len(doc.Failed) != 0 {
+		if !doc.OK || doc.Checked != 4 || len(doc.Failed) != 0 || len(doc.Findings) != 0 {
 			t.Errorf("verify after cleanup = %+v", doc)
 		}
 	})

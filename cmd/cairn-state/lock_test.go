@@ -62,12 +62,14 @@ func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T)
 		if st.Stale || *st.StaleAfterSeconds != 300 {
 			t.Errorf("lock status --stale-after 1s of a holder running 5m = %+v", st)
 		}
-		// Without the key the lock is seen, not read.
-		other, _ := tg.keygen(t, "other.txt")
-		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", other, "--json").must(t, exitOK))
+		// Without a key the lock is seen, not read; with a key that does
+		// not belong to the store, nothing is looked at (exit 5).
+		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK))
 		if !st.Present || st.Readable || st.Unreadable == "" {
-			t.Errorf("lock status with another key = %+v", st)
+			t.Errorf("lock status without a key = %+v", st)
 		}
+		other, _ := tg.keygen(t, "other.txt")
+		tg.cli(t, nil, "lock", "status", "--identity", other, "--json").must(t, exitNotMember)
 	})
 }
 
@@ -141,13 +143,20 @@ func TestPut_StaleForeignLock_TakenOver(t *testing.T) {
 }
 
 // waitStale waits until the target's lock is stale when judged with a 2s
-// window.
+// window, and decided so where a heartbeat can confirm it: a readable
+// record is not still watched because the storage's whole-second clock and
+// its holder's own heartbeat disagree. (An unreadable one is always watched
+// once by a boot: nothing in it can confirm its age.)
 func waitStale(t *testing.T, tg *target, id string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
+	args := []string{"lock", "status", "--stale-after", "2s", "--json"}
+	if id != "" {
+		args = append(args, "--identity", id)
+	}
 	for {
-		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", id, "--json").must(t, exitOK))
-		if st.Present && st.Stale {
+		st := decode[lockStatusDoc](t, tg.cli(t, nil, args...).must(t, exitOK))
+		if st.Present && st.Stale && (!st.Readable || st.Liveness != string(lock.Watching)) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -161,7 +170,10 @@ func TestLockBreak_StaleUnreadableLock_RemovedAndSaidSo(t *testing.T) {
 	tg := fsTarget(t)
 	theirs, _ := tg.keygen(t, "theirs.txt")
 	ours, _ := tg.keygen(t, "ours.txt")
-	tg.startHolderWindow(t, "pod-rotated", theirs, 2*time.Second).kill(t)
+	tg.store(t, ours) // the store is ours; an old version of the app ran with another key
+	tg.startLegacyHolder(t, "pod-rotated", theirs, 2*time.Second).kill(t)
+	// A key that does not belong to the store breaks nothing.
+	tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", theirs, "--json").must(t, exitNotMember)
 	// Unreadable here, and judged stale by its age like any other lock.
 	waitStale(t, tg, ours)
 	st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", ours, "--json").must(t, exitOK))
@@ -177,30 +189,55 @@ func TestLockBreak_StaleUnreadableLock_RemovedAndSaidSo(t *testing.T) {
 	}
 }
 
-// A live instance's lock that this CLI cannot read (no identity, or the
-// wrong one) may belong to a running instance: writes and lock break refuse
-// it with exit 3 and leave it alone; only lock break --force (alone: no
-// holder can be matched) removes it.
+// A live instance's lock that this CLI cannot read — no identity, or an
+// old version of the application still running with another key — may
+// belong to a running instance: writes and lock break refuse it with exit 3
+// and leave it alone; only lock break --force (alone: no holder can be
+// matched) removes it. A key that does not belong to the store is refused
+// with exit 5 before the lock is looked at, and the lock is left alone.
 func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t *testing.T) {
 	eachBackend(t, func(t *testing.T, tg *target) {
 		theirs, _ := tg.keygen(t, "theirs.txt")
 		ours, _ := tg.keygen(t, "ours.txt")
-		tg.startHolder(t, "pod-a", theirs)
+		tg.store(t, ours)
+		tg.startLegacyHolder(t, "pod-a", theirs, 0)
 		held := func() {
 			t.Helper()
-			st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", theirs, "--json").must(t, exitOK))
-			if st.Holder == nil || st.Holder.InstanceID != "pod-a" || st.Holder.Epoch != 1 {
-				t.Fatalf("pod-a's lock was touched: %+v", st)
+			if s := tg.legacyLockHolder(t, theirs); !s.Readable || s.Record.InstanceID != "pod-a" || s.Record.Epoch != 1 {
+				t.Fatalf("pod-a's lock was touched: %+v", s)
 			}
 		}
 
-		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", ours, "--json").must(t, exitOK))
-		if !st.Present || st.Readable || st.Stale || *st.StaleInSeconds <= 0 {
-			t.Errorf("lock status of a live lock sealed to other keys = %+v, want present, unreadable, not stale", st)
+		for _, id := range []string{"", ours} {
+			args := []string{"lock", "status", "--json"}
+			if id != "" {
+				args = append(args, "--identity", id)
+			}
+			st := decode[lockStatusDoc](t, tg.cli(t, nil, args...).must(t, exitOK))
+			if !st.Present || st.Readable || st.Stale || *st.StaleInSeconds <= 0 {
+				t.Errorf("lock status (identity %q) of a live lock sealed to other keys = %+v, want present, unreadable, not stale", id, st)
+			}
 		}
 		r := tg.cli(t, nil, "lock", "status", "--identity", ours).must(t, exitOK)
 		if !strings.Contains(r.stdout, "may belong to a live instance") {
 			t.Errorf("lock status of a live unreadable lock:\n%s", r)
+		}
+
+		// The other key does not belong to the store: exit 5, untouched.
+		for _, args := range [][]string{
+			{"put", "foo", "--identity", theirs},
+			{"rekey", "--identity", theirs},
+			{"lock", "break", "--force", "--identity", theirs},
+		} {
+			r := tg.cli(t, []byte("v"), args...).must(t, exitNotMember)
+			if !strings.Contains(r.stderr, "does not belong to this store") {
+				t.Errorf("%v: refusal does not say the key does not belong:\n%s", args, r)
+			}
+			held()
+		}
+		doc := decode[errorDoc](t, tg.cli(t, []byte("v"), "put", "foo", "--identity", theirs, "--json").must(t, exitNotMember))
+		if doc.Error.ExitCode != exitNotMember || doc.Error.Store == nil || doc.Error.Store.StoreID == "" || doc.Error.Store.Recipients != 1 {
+			t.Errorf("put --json refusal with a foreign key = %+v", doc.Error)
 		}
 
 		for _, args := range [][]string{
@@ -216,7 +253,7 @@ func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t
 			}
 			held()
 		}
-		doc := decode[errorDoc](t, tg.cli(t, []byte("v"), "put", "foo", "--identity", ours, "--json").must(t, exitHeld))
+		doc = decode[errorDoc](t, tg.cli(t, []byte("v"), "put", "foo", "--identity", ours, "--json").must(t, exitHeld))
 		if doc.Error.ExitCode != exitHeld || doc.Error.Holder != nil || doc.Error.Unreadable == "" || *doc.Error.StaleInSeconds <= 0 {
 			t.Errorf("put --json refusal of an unreadable live lock = %+v", doc.Error)
 		}

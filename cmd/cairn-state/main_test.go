@@ -40,6 +40,9 @@ var binPath string
 const (
 	holderEnv      = "CAIRN_STATE_CLI_TEST_HOLDER"
 	holderStaleEnv = "CAIRN_STATE_CLI_TEST_HOLDER_STALE_AFTER"
+	// holderLegacyEnv makes the holder seal as versions before the
+	// store's manifest did: bound to no store, reading no manifest.
+	holderLegacyEnv = "CAIRN_STATE_CLI_TEST_HOLDER_LEGACY"
 )
 
 func TestMain(m *testing.M) {
@@ -95,17 +98,25 @@ func holdLock(id string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err := envelope.New(ids, nil, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	var st *store.Store
+	if os.Getenv(holderLegacyEnv) != "" {
+		env, eerr := envelope.New(ids, nil, &envelope.Options{AcceptLegacy: true})
+		if eerr == nil {
+			st, err = store.Open(b, env, store.Options{Root: root})
+		} else {
+			err = eerr
+		}
+	} else {
+		st, err = store.Connect(ctx, b, store.Keys{Identities: ids}, &store.ConnectOptions{Create: true, Options: store.Options{Root: root}})
 	}
-	st, err := store.Open(b, env, store.Options{Root: root})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: id, StaleAfter: staleAfter})
+	if err == nil && os.Getenv(holderLegacyEnv) == "" {
+		err = st.WithFence(l).CommitManifest(ctx)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -276,9 +287,21 @@ func (tg *target) keygen(t *testing.T, name string) (path, recipient string) {
 	return path, strings.TrimSpace(r.stdout)
 }
 
-// store opens the target's store in the test process with the identities
-// in files (sealing to them).
+// store connects to the target's store in the test process with the
+// identities in files, as an application would (creating the store's
+// manifest if there is none yet).
 func (tg *target) store(t testing.TB, files ...string) *store.Store {
+	t.Helper()
+	st, err := tg.connect(t, files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// connect is store that returns the error: store.ErrNotMember for
+// identities the store does not belong to.
+func (tg *target) connect(t testing.TB, files ...string) (*store.Store, error) {
 	t.Helper()
 	var ids []age.Identity
 	for _, f := range files {
@@ -288,15 +311,17 @@ func (tg *target) store(t testing.TB, files ...string) *store.Store {
 		}
 		ids = append(ids, got...)
 	}
-	env, err := envelope.New(ids, nil, nil)
+	ctx := context.Background()
+	st, err := store.Connect(ctx, tg.raw, store.Keys{Identities: ids}, &store.ConnectOptions{Create: true, Options: store.Options{Root: tg.root}})
 	if err != nil {
+		return nil, err
+	}
+	// One test process writes at a time: no lock needed to commit a new
+	// store's manifest on a backend without compare-and-swap.
+	if err := st.CommitManifest(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(tg.raw, env, store.Options{Root: tg.root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return st, nil
 }
 
 // key is the backend key of a state name.
@@ -325,14 +350,14 @@ func (tg *target) startHolder(t *testing.T, id, identity string) *holder {
 // the default). The window is recorded in the lock, and nobody judges the
 // lock stale before it: a holder that is to be killed and found stale
 // within a test needs a short one.
-func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfter time.Duration) *holder {
+func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfter time.Duration, extraEnv ...string) *holder {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = tg.environ(holderEnv+"="+id, state.EnvIdentity+"="+identity)
+	cmd.Env = tg.environ(append([]string{holderEnv + "=" + id, state.EnvIdentity + "=" + identity}, extraEnv...)...)
 	if staleAfter > 0 {
 		cmd.Env = append(cmd.Env, holderStaleEnv+"="+staleAfter.String())
 	}
@@ -370,6 +395,33 @@ func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfte
 		t.Fatalf("lock holder %s did not take the lock: %s", id, stderr.String())
 	}
 	return h
+}
+
+// startLegacyHolder starts a holder that seals as a version before the
+// store's manifest would (bound to no store) with identity: its lock is
+// one the store's members cannot read.
+func (tg *target) startLegacyHolder(t *testing.T, id, identity string, staleAfter time.Duration) *holder {
+	t.Helper()
+	return tg.startHolderWindow(t, id, identity, staleAfter, holderLegacyEnv+"=1")
+}
+
+// legacyLockHolder reads the target's lock as the legacy holder with
+// identity sees it.
+func (tg *target) legacyLockHolder(t *testing.T, identity string) lock.Status {
+	t.Helper()
+	env, err := envelope.New(mustIdentities(t, identity), nil, &envelope.Options{AcceptLegacy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(tg.raw, env, store.Options{Root: tg.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lock.Inspect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // kill SIGKILLs the holder and waits for it: its lock stays behind.

@@ -85,9 +85,12 @@ type getDoc struct {
 
 func runGet(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("get")
-	fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "emergency recovery: also open an object no configured identity authenticates (read with a recovery key that never wrote); each such read is logged")
+	a.recoveryFlags(fs, true)
 	pos, err := a.parse(fs, args, 1, 1)
 	if err != nil {
+		return err
+	}
+	if err := a.checkRecoveryFlags("get"); err != nil {
 		return err
 	}
 	if err := store.ValidateName(pos[0]); err != nil {
@@ -162,6 +165,7 @@ func runPut(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("put %q: %s is larger than %d bytes: %w", name, from, store.DefaultMaxObjectSize, store.ErrTooLarge)
 	}
 	a.mayCreate = true // the first put of a new file: store creates its directory
+	a.write = true
 	st, err := a.openStore(ctx, true)
 	if err != nil {
 		return err
@@ -202,6 +206,7 @@ func runRm(ctx context.Context, a *app, args []string) error {
 	if err := store.ValidateName(name); err != nil {
 		return usagef("rm: %v", err)
 	}
+	a.write = true
 	st, err := a.openStore(ctx, true)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,17 +20,19 @@ import (
 	"github.com/cairnhq/state/store"
 )
 
-// keys are the parsed --identity and --recipient options.
+// keys are the parsed --identity, --recipient and --recovery-identity
+// options.
 type keys struct {
 	identities []age.Identity
 	recipients []age.Recipient
+	recovery   []age.Identity // --recovery-identity, used for reading only with --allow-unauthenticated
 }
 
 // loadKeys parses the configured identity files and recipients. With
 // required, having no identity is a usage error.
 func (a *app) loadKeys(required bool) (keys, error) {
 	var k keys
-	if required && len(a.identities) == 0 {
+	if required && len(a.identities) == 0 && !(a.allowUnauth && len(a.recoveryFiles) > 0) {
 		return k, usagef("no identity: pass --identity FILE or set CAIRN_STATE_IDENTITY (create one with cairn-state keygen -o FILE)")
 	}
 	for _, path := range a.identities {
@@ -48,7 +51,38 @@ func (a *app) loadKeys(required bool) (keys, error) {
 		}
 		k.recipients = append(k.recipients, r)
 	}
+	for _, path := range a.recoveryFiles {
+		if err := checkIdentityArg("--recovery-identity", path); err != nil {
+			return k, err
+		}
+		ids, err := loadIdentityFile(path)
+		if err != nil {
+			return k, fmt.Errorf("--recovery-identity: %w", err)
+		}
+		k.recovery = append(k.recovery, ids...)
+	}
 	return k, nil
+}
+
+// recoveryFlags registers --recovery-identity and, for commands that read
+// through it (get, rekey), --allow-unauthenticated.
+func (a *app) recoveryFlags(fs *flag.FlagSet, optIn bool) {
+	fs.Var(&a.recoveryFiles, "recovery-identity", "a recovery identity `FILE`: the private half of a recovery recipient, kept offline; repeatable")
+	if optIn {
+		fs.BoolVar(&a.allowUnauth, "allow-unauthenticated", false, "emergency recovery: also open the application's objects that no --identity authenticates through the --recovery-identity keys (they may be forged; reserved objects never open this way)")
+	}
+}
+
+// checkRecoveryFlags: the opt-in needs a recovery identity, and a recovery
+// identity is read through only with the opt-in.
+func (a *app) checkRecoveryFlags(cmd string) error {
+	switch {
+	case a.allowUnauth && len(a.recoveryFiles) == 0:
+		return usagef("%s: --allow-unauthenticated reads through the recovery identities given with --recovery-identity FILE; none given", cmd)
+	case !a.allowUnauth && len(a.recoveryFiles) > 0:
+		return usagef("%s: --recovery-identity is read through only with --allow-unauthenticated (an explicit opt-in: what it opens may be forged)", cmd)
+	}
+	return nil
 }
 
 // loadIdentityFile loads an identity file after checking that it exists
@@ -62,20 +96,6 @@ func loadIdentityFile(path string) ([]age.Identity, error) {
 		return nil, fmt.Errorf("identity file %s has mode %04o: a secret key must not be accessible by group or others; fix: chmod 600 %s", path, mode, path)
 	}
 	return envelope.LoadIdentityFile(path) // its errors name the path
-}
-
-// newEnvelope is the envelope of this run for identities and recipients:
-// legacy (v1) objects accepted, warnings to the run's logger. With the
-// emergency opt-in (--allow-unauthenticated) the identities are given as
-// recovery identities instead of writers: they then also read objects no
-// writer authenticates (each one logged), and the envelope cannot seal.
-func (a *app) newEnvelope(identities []age.Identity, recipients []age.Recipient) (*envelope.Envelope, error) {
-	o := &envelope.Options{AcceptLegacy: true, Logger: a.logger}
-	if a.allowUnauth {
-		o.Recovery = identities
-		return envelope.New(nil, recipients, o)
-	}
-	return envelope.New(identities, recipients, o)
 }
 
 // openBackend opens the backend named by --url and returns it with the root
@@ -96,45 +116,54 @@ func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) 
 	return b, root, nil
 }
 
-// openStore opens the store with the configured keys. With needKey false a
-// missing identity is allowed: the store can then list and inspect objects
-// but not open them.
+// openStore connects to the store with the configured keys: the store's
+// manifest is read, and the identities checked, before anything else
+// (docs/adr/0021). With needKey false a missing identity is allowed: the
+// store can then list and inspect objects but not open them. A command
+// that writes (a.write) may create the manifest. A configuration whose
+// recipients differ from the store's gets a line on stderr.
 func (a *app) openStore(ctx context.Context, needKey bool) (*store.Store, error) {
 	k, err := a.loadKeys(needKey)
 	if err != nil {
 		return nil, err
 	}
-	var sealer store.Sealer = noKey{}
-	if len(k.identities) > 0 {
-		env, err := a.newEnvelope(k.identities, k.recipients)
-		if err != nil {
-			return nil, err
-		}
-		sealer = env
-	}
-	return a.openStoreWith(ctx, sealer)
+	return a.connect(ctx, k, a.write)
 }
 
-func (a *app) openStoreWith(ctx context.Context, sealer store.Sealer) (*store.Store, error) {
+func (a *app) connect(ctx context.Context, k keys, create bool) (*store.Store, error) {
 	b, root, err := a.openBackend(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(b, sealer, store.Options{Root: root, Logger: a.logger})
+	sk := store.Keys{Identities: k.identities, Recipients: k.recipients}
+	if a.allowUnauth {
+		sk.Recovery = k.recovery
+	}
+	opts := &store.ConnectOptions{Create: create, Options: store.Options{Root: root, Logger: a.logger}}
+	st, err := store.Connect(ctx, b, sk, opts)
+	if errors.Is(err, store.ErrNotMember) && a.allowUnauth && !create {
+		// The emergency read: no identity belongs, a recovery key may.
+		fmt.Fprintf(a.err, "cairn-state: %v\ncairn-state: reading through the recovery identities only (--allow-unauthenticated)\n", a.redact(err.Error()))
+		st, err = store.Connect(ctx, b, store.Keys{Recovery: k.recovery}, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.noteRecipientDiff(st)
+	return st, nil
 }
 
-// errNoKey means a command without an identity tried to open an object.
-var errNoKey = errors.New("no identity configured: pass --identity FILE or set CAIRN_STATE_IDENTITY")
-
-// noKey is the sealer of a store opened without an identity.
-type noKey struct{}
-
-func (noKey) Seal(name string, _ []byte) ([]byte, error) {
-	return nil, fmt.Errorf("seal %q: %w", name, errNoKey)
-}
-
-func (noKey) Open(name string, _ []byte) ([]byte, error) {
-	return nil, fmt.Errorf("open %q: %w", name, errNoKey)
+// noteRecipientDiff says on stderr how the configured recipients differ
+// from the store's, once per run, and what reconciles them.
+func (a *app) noteRecipientDiff(st *store.Store) {
+	d := st.RecipientDiff()
+	if d.Empty() || a.quietDiff {
+		return
+	}
+	m, _ := st.Manifest()
+	fmt.Fprintf(a.err, "cairn-state: note: the configured recipients differ from the store's (%s); objects are sealed to the store's %s. To change the store's set: cairn-state rekey --identity FILE [--recipient R]... [--old-identity FILE]\n",
+		d, plural(len(m.Recipients), "recipient"))
+	a.quietDiff = true
 }
 
 // instanceID is the lock holder name of the CLI on this host.
@@ -154,7 +183,7 @@ func instanceID() string {
 // same instance id: a duplicate), or a lock this run cannot read that is
 // not yet stale.
 func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
-	l, err := a.acquire(ctx, st)
+	l, st, err := a.lockStore(ctx, st)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -178,6 +207,40 @@ func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn fun
 		err = fmt.Errorf("%w (%v)", err, l.Err())
 	}
 	return err
+}
+
+// lockStore takes the lock on st and, for a new store on a backend without
+// compare-and-swap, writes its manifest under it. When another process
+// created the store meanwhile, it lets the lock go, connects again and
+// starts over (at most a few times). It returns the lock and the store it
+// holds it on.
+func (a *app) lockStore(ctx context.Context, st *store.Store) (*lock.Lock, *store.Store, error) {
+	for attempt := 1; ; attempt++ {
+		l, err := a.acquire(ctx, st)
+		if err != nil {
+			if !st.ManifestWritten() && attempt < 3 {
+				// The lock's objects may be another new store's: look again.
+				if again, cerr := a.openStore(ctx, true); cerr == nil && again.ManifestWritten() {
+					st = again
+					continue
+				}
+			}
+			return nil, nil, err
+		}
+		err = st.WithFence(l).CommitManifest(ctx)
+		if err == nil {
+			return l, st, nil
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_ = l.Release(rctx)
+		cancel()
+		if !errors.Is(err, store.ErrManifestChanged) || attempt >= 3 {
+			return nil, nil, err
+		}
+		if st, err = a.openStore(ctx, true); err != nil {
+			return nil, nil, err
+		}
+	}
 }
 
 // Polling for a held lock under --wait: the first look comes after

@@ -51,6 +51,17 @@ type errorBody struct {
 	// Set instead of Holder when the lock refused is one this run could not
 	// read (exit code 3): why it could not be read.
 	Unreadable string `json:"unreadable,omitempty"`
+	// Set when the identity does not belong to the store (exit code 5):
+	// what anyone can read of it without the key.
+	Store *notMemberDoc `json:"store,omitempty"`
+}
+
+// notMemberDoc describes the store an identity was refused from.
+type notMemberDoc struct {
+	StoreID    string    `json:"store_id,omitempty"`
+	Created    time.Time `json:"created,omitzero"`
+	Recipients int       `json:"recipients,omitempty"`
+	Key        string    `json:"object"`
 }
 
 // holderDoc is a lock record in JSON output.

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"filippo.io/age"
+
+	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
@@ -127,16 +132,32 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 			t.Errorf("resumed rekey does not say it resumes:\n%s", r)
 		}
 
-		// Every object opens with the new key only, with its value intact.
-		oldOnly := tg.store(t, oldID)
+		// Every object opens with the new key, with its value intact, and
+		// bound to the store; the old key no longer belongs to the store.
+		m, _ := newOnly.Manifest()
 		for name, val := range want {
 			got, _, err := newOnly.Get(ctx, name)
 			if err != nil || !bytes.Equal(got, val) {
 				t.Errorf("new key: %s = %q, %v; want %q", name, got, err, val)
 			}
-			if _, _, err := oldOnly.Get(ctx, name); !errors.Is(err, envelope.ErrNoIdentity) {
-				t.Errorf("old key still opens %s (err %v)", name, err)
+			sealed, _, err := tg.raw.Get(ctx, tg.key(name))
+			if err != nil {
+				t.Fatal(err)
 			}
+			data, _ := io.ReadAll(sealed)
+			sealed.Close()
+			if hdr, err := envelope.PeekHeader(name, data); err != nil || hdr.StoreID != m.ID {
+				t.Errorf("%s: header %+v, %v; want bound to %s", name, hdr, err, m.ID)
+			}
+			if err := envelope.Recover(name, data, nil, mustIdentities(t, oldID)...); !errors.Is(err, envelope.ErrNoIdentity) {
+				t.Errorf("the old key still decrypts %s (err %v)", name, err)
+			}
+		}
+		if _, err := tg.connect(t, oldID); !errors.Is(err, store.ErrNotMember) {
+			t.Errorf("the old key after rekey: %v, want ErrNotMember", err)
+		}
+		if m.Generation != 2 || m.Format != store.FormatBound {
+			t.Errorf("manifest after rekey = %+v, want generation 2, format %d", m, store.FormatBound)
 		}
 		recs, err := migrate.Applied(ctx, newOnly)
 		if err != nil || len(recs) != 1 {
@@ -149,22 +170,18 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 				t.Errorf("%s left behind after rekey", o.Name)
 			}
 		}
-		// verify agrees: all good with the new key, all wrong with the old,
-		// the lock's epoch marker included: rekey skipped the lock's
-		// objects, and its own acquisition wrote the marker sealed to the
-		// new key (and deleted the older ones).
-		tg.cli(t, nil, "verify", "--identity", newID).must(t, exitOK)
-		v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", oldID, "--json").must(t, exitFail))
-		if len(v.Failed) != n+2 {
-			t.Errorf("verify with the old key: %d failures, want %d (the objects, the migration log, the epoch marker)", len(v.Failed), n+2)
+		// verify agrees: all good with the new key, the lock's epoch
+		// marker included (rekey skipped the lock's objects, and its own
+		// acquisition wrote the marker sealed to the new key, and deleted
+		// the older ones); the old key is refused before anything is read.
+		v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", newID, "--json").must(t, exitOK))
+		// The objects, the migration log, the manifest and the epoch marker.
+		if v.Checked != n+3 || len(v.Findings) != 0 || len(v.Failed) != 0 {
+			t.Errorf("verify with the new key = %+v", v)
 		}
-		if !slices.ContainsFunc(v.Failed, func(f failureDoc) bool { return isEpochMarker(f.Name) }) {
-			t.Errorf("verify with the old key does not report the epoch marker: %+v", v.Failed)
-		}
-		for _, f := range v.Failed {
-			if f.Reason != reasonWrongKey {
-				t.Errorf("verify with the old key: %s: %s", f.Name, f.Reason)
-			}
+		r = tg.cli(t, nil, "verify", "--identity", oldID, "--json").must(t, exitNotMember)
+		if doc := decode[errorDoc](t, r); doc.Error.Store == nil || doc.Error.Store.StoreID != m.ID.String() {
+			t.Errorf("verify with the old key: %+v", doc.Error)
 		}
 	})
 }
@@ -176,9 +193,9 @@ func TestRekey_WithRecoveryRecipient_SealsToIt_AndAReadOnlyOldKeyIsNeeded(t *tes
 	_, recovery := tg.keygen(t, "recovery.txt")
 	tg.cli(t, []byte("secret"), "put", "x", "--identity", oldID).must(t, exitOK)
 
-	// Without the old key the object cannot be opened: exit 1, a hint,
-	// and nothing changed.
-	r := tg.cli(t, nil, "rekey", "--identity", newID).must(t, exitFail)
+	// Without the old key the new one does not belong to the store:
+	// exit 5, the way out, and nothing changed.
+	r := tg.cli(t, nil, "rekey", "--identity", newID).must(t, exitNotMember)
 	if !strings.Contains(r.stderr, "--old-identity") {
 		t.Errorf("rekey without the old key gives no hint:\n%s", r)
 	}
@@ -192,7 +209,13 @@ func TestRekey_WithRecoveryRecipient_SealsToIt_AndAReadOnlyOldKeyIsNeeded(t *tes
 	if r := tg.cli(t, nil, "get", "x", "--identity", newID).must(t, exitOK); r.stdout != "secret" {
 		t.Errorf("get with the new key = %q", r.stdout)
 	}
-	tg.cli(t, nil, "get", "x", "--identity", oldID).must(t, exitFail)
+	tg.cli(t, nil, "get", "x", "--identity", oldID).must(t, exitNotMember)
+	// The recovery key reads every object with stock age.
+	recoveryID := filepath.Join(tg.dir, "recovery.txt")
+	v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", newID, "--recovery-identity", recoveryID, "--json").must(t, exitOK))
+	if v.Recovery == nil || v.Recovery.Checked != v.Checked || v.Recovery.Recovered != v.Checked {
+		t.Errorf("verify --recovery-identity = %+v", v.Recovery)
+	}
 }
 
 func TestMigrateStatus_ShowsTheLog(t *testing.T) {
@@ -263,10 +286,15 @@ func TestWrites_AnotherCLIWritingOnThisHost_Exit3_ThenSIGTERMReleases_RekeyResum
 		t.Fatalf("no progress record after SIGTERM: %+v", ls.Objects)
 	}
 
+	// The store's manifest moved first: an instance still on the old key
+	// alone is refused before it can write.
+	if _, err := tg.connect(t, oldID); !errors.Is(err, store.ErrNotMember) {
+		t.Fatalf("the old key after an interrupted rekey: %v, want ErrNotMember", err)
+	}
 	// The lock was released, so someone may write before the resume: here
-	// an instance still on the old key rewrites an object the interrupted
-	// run had already re-sealed. The resume must re-seal it again.
-	if _, err := tg.store(t, oldID).Put(t.Context(), "obj/000", []byte("rewritten"), store.PutOptions{}); err != nil {
+	// an instance with both keys rewrites an object the interrupted run had
+	// already re-sealed. The resume re-seals it again.
+	if _, err := tg.store(t, newID, oldID).Put(t.Context(), "obj/000", []byte("rewritten"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want["obj/000"] = []byte("rewritten")
@@ -311,45 +339,130 @@ func TestRekey_OnATerminal_DrawsAProgressBar(t *testing.T) {
 }
 
 func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *testing.T) {
+	ctx := t.Context()
 	tg := fsTarget(t)
 	lostID, _ := tg.keygen(t, "lost.txt")
 	recoveryID, recovery := tg.keygen(t, "recovery.txt")
 	newID, _ := tg.keygen(t, "new.txt")
 	// The application sealed with its key plus a recovery recipient.
 	tg.cli(t, []byte("precious"), "put", "x", "--identity", lostID, "--recipient", recovery).must(t, exitOK)
+	// Someone who knows only the public recipient and the store id (both
+	// visible in the bucket) forges an application object and the
+	// migration log.
+	hdr, err := envelope.PeekHeader(store.ManifestName, rawBytes(t, tg, store.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forger, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := envelope.ParseRecipient(recovery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{rr, forger.Recipient()}, &envelope.Options{StoreID: hdr.StoreID, ExactRecipients: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, value := range map[string]string{"config/admins": "mallory", migrate.LogName: `{"forged":true}`} {
+		sealed, err := forge.Seal(name, []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tg.raw.Put(ctx, tg.key(name), sealed, backend.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forgedLog := rawBytes(t, tg, migrate.LogName)
 	if err := os.Remove(lostID); err != nil {
 		t.Fatal(err)
 	}
 
-	// The recovery key decrypts but cannot authenticate: refused by
-	// default, with the reason and the way out.
-	// The put's lock release saved the lock epoch, sealed the same way:
-	// verify checks it like every object.
-	v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", recoveryID, "--json").must(t, exitFail))
-	var failed []string
-	for _, f := range v.Failed {
-		failed = append(failed, f.Name)
-		if f.Reason != reasonUnauthenticated {
-			t.Errorf("verify with the recovery key: %s: %s, want %s", f.Name, f.Reason, reasonUnauthenticated)
-		}
-	}
-	slices.Sort(failed)
-	if len(failed) != 2 || !isEpochMarker(failed[0]) || failed[1] != "x" {
-		t.Errorf("verify with the recovery key failed %v, want [the epoch marker, x]", failed)
-	}
-	r := tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", recoveryID).must(t, exitFail)
-	if !strings.Contains(r.stderr, "--allow-unauthenticated") {
-		t.Errorf("rekey with a recovery key gives no way out:\n%s", r)
-	}
-	if r := tg.cli(t, nil, "get", "x", "--identity", recoveryID, "--allow-unauthenticated").must(t, exitOK); r.stdout != "precious" {
-		t.Errorf("emergency get = %q", r.stdout)
+	// The recovery key decrypts but never wrote: it does not belong to
+	// the store as an identity.
+	tg.cli(t, nil, "verify", "--identity", recoveryID).must(t, exitNotMember)
+	// The opt-in needs the recovery key given as such.
+	tg.cli(t, nil, "get", "x", "--allow-unauthenticated").must(t, exitUsage)
+	tg.cli(t, nil, "get", "x", "--recovery-identity", recoveryID).must(t, exitUsage)
+	if r := tg.cli(t, nil, "get", "x", "--recovery-identity", recoveryID, "--allow-unauthenticated").must(t, exitOK); r.stdout != "precious" {
+		t.Errorf("emergency get = %q\n%s", r.stdout, r)
 	}
 
-	tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", recoveryID, "--allow-unauthenticated", "--recipient", recovery).must(t, exitOK)
+	// Without --yes, rekey lists what it would re-seal as authentic, and
+	// writes nothing.
+	before := rawSnapshot(t, tg)
+	args := []string{"rekey", "--identity", newID, "--recovery-identity", recoveryID, "--allow-unauthenticated", "--recipient", recovery}
+	plan := decode[rekeyPlanDoc](t, tg.cli(t, nil, append(args, "--json")...).must(t, exitFail))
+	if !slices.Equal(plan.Unauthenticated, []string{"config/admins", "x"}) || !slices.Equal(plan.ReservedLeft, []string{migrate.LogName}) {
+		t.Errorf("rekey plan = %+v, want config/admins and x unauthenticated, the migration log left", plan)
+	}
+	r := tg.cli(t, nil, args...).must(t, exitFail)
+	if !strings.Contains(r.stdout, "config/admins") || !strings.Contains(r.stdout, "--yes") {
+		t.Errorf("rekey plan, human:\n%s", r)
+	}
+	if after := rawSnapshot(t, tg); !maps.Equal(before, after) {
+		t.Errorf("the plan wrote: %v → %v", before, after)
+	}
+
+	r = tg.cli(t, nil, append(args, "--yes")...).must(t, exitOK)
+	if !strings.Contains(r.stdout, "config/admins") || !strings.Contains(r.stderr, "left "+migrate.LogName) {
+		t.Errorf("rekey --yes does not say what it re-sealed unauthenticated and what it left:\n%s", r)
+	}
 	if r := tg.cli(t, nil, "get", "x", "--identity", newID).must(t, exitOK); r.stdout != "precious" {
 		t.Errorf("get with the new key after recovery = %q", r.stdout)
 	}
-	tg.cli(t, nil, "verify", "--identity", newID).must(t, exitOK)
+	// The forged migration log was never opened through the recovery key,
+	// so it is not laundered into authenticated state: same bytes, and it
+	// does not open with the new key.
+	if !bytes.Equal(rawBytes(t, tg, migrate.LogName), forgedLog) {
+		t.Error("the forged migration log was rewritten")
+	}
+	tg.cli(t, nil, "migrate", "status", "--identity", newID).must(t, exitFail)
+	v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", newID, "--json").must(t, exitFail))
+	if len(v.Failed) != 1 || v.Failed[0].Name != migrate.LogName {
+		t.Errorf("verify after the recovery: %+v", v.Failed)
+	}
+	// The recovery key no longer opens the store as an identity either,
+	// and the lost key's store is now the new key's.
+	tg.cli(t, nil, "get", "x", "--identity", recoveryID).must(t, exitNotMember)
+}
+
+// rawBytes reads a state object's stored bytes.
+func rawBytes(t *testing.T, tg *target, name string) []byte {
+	t.Helper()
+	rc, _, err := tg.raw.Get(t.Context(), tg.key(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// rawSnapshot is every key of the target with its version.
+func rawSnapshot(t *testing.T, tg *target) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := tg.raw.List(t.Context(), "", func(o backend.Object) error {
+		out[o.Key] = o.Version
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustIdentities(t *testing.T, file string) []age.Identity {
+	t.Helper()
+	ids, err := envelope.LoadIdentityFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 func TestRekey_SIGINTMidRun_SaysHowFarItGotAndThatTheSameCommandResumes(t *testing.T) {

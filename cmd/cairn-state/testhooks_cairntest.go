@@ -12,28 +12,27 @@ import (
 )
 
 // rekeyPauseEnv: with CAIRN_STATE_TEST_REKEY_PAUSE_AFTER=N, rekey saves its
-// progress after re-sealing N objects, says so on stderr and waits for a
-// signal, so that tests can interrupt or kill it at a known point.
+// progress after every object, and once it has re-sealed N objects says so
+// on stderr and waits for a signal, so that tests can interrupt or kill it
+// at a known point.
 const rekeyPauseEnv = "CAIRN_STATE_TEST_REKEY_PAUSE_AFTER"
 
-func testRekeyPause(a *app) (rekeyPause, error) {
+func testRekeyPause(a *app) (func(ctx context.Context, resealed int), int, error) {
 	v := a.getenv(rekeyPauseEnv)
 	if v == "" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	after, err := strconv.Atoi(v)
 	if err != nil {
-		return nil, usagef("%s=%q: not a number", rekeyPauseEnv, v)
+		return nil, 0, usagef("%s=%q: not a number", rekeyPauseEnv, v)
 	}
-	return func(ctx context.Context, resealed int, save func(context.Context) error) error {
-		if resealed != after {
-			return nil
+	paused := false
+	return func(ctx context.Context, resealed int) {
+		if resealed != after || paused {
+			return
 		}
-		if err := save(ctx); err != nil {
-			return err
-		}
+		paused = true
 		fmt.Fprintf(a.err, "rekey: paused after %d objects (%s)\n", after, rekeyPauseEnv)
 		<-ctx.Done()
-		return fmt.Errorf("rekey: paused: %w", ctx.Err())
-	}, nil
+	}, 1, nil
 }

@@ -31,7 +31,9 @@
 // naming the holder, goes to stderr); 4 when the lock is lost while serving
 // (another instance took over after this one stopped heartbeating): it
 // stops writing at once, names the new holder when known and leaves that
-// holder's lock alone.
+// holder's lock alone; 5 when its identity does not belong to the store
+// (it cannot open .cairn-state/.store, e.g. a key retired by a rekey): it
+// says so, naming the store, and touches nothing — not even the lock.
 //
 // The binary its tests build (go build -tags cairntest) can stop half-way
 // through a migration so that a test can kill it there
@@ -62,11 +64,12 @@ import (
 
 // Exit codes.
 const (
-	exitOK       = 0
-	exitFailure  = 1
-	exitUsage    = 2
-	exitHeld     = 3
-	exitLockLost = 4
+	exitOK        = 0
+	exitFailure   = 1
+	exitUsage     = 2
+	exitHeld      = 3
+	exitLockLost  = 4
+	exitNotMember = 5
 )
 
 const (
@@ -140,7 +143,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	inst, err := state.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "instance: %v\n", err)
-		if errors.Is(err, lock.ErrHeld) {
+		switch {
+		case errors.Is(err, store.ErrNotMember):
+			return exitNotMember
+		case errors.Is(err, lock.ErrHeld):
 			return exitHeld
 		}
 		return exitFailure

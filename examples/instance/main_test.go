@@ -36,8 +36,9 @@ import (
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
-// binary is the example, built by TestMain.
-var binary string
+// binary is the example, built by TestMain; cli is cairn-state, for the
+// operator's side of the scenarios.
+var binary, cli string
 
 func TestMain(m *testing.M) {
 	os.Exit(func() int {
@@ -51,6 +52,11 @@ func TestMain(m *testing.M) {
 		// The test build: with the migration pause of testhooks_cairntest.go.
 		if out, err := exec.Command("go", "build", "-tags", "cairntest", "-o", binary, ".").CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building the example: %v\n%s", err, out)
+			return 1
+		}
+		cli = filepath.Join(dir, "cairn-state")
+		if out, err := exec.Command("go", "build", "-o", cli, "../../cmd/cairn-state").CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building cairn-state: %v\n%s", err, out)
 			return 1
 		}
 		code := m.Run()
@@ -78,7 +84,8 @@ const (
 // target is a backend the example runs against.
 type target struct {
 	name string
-	env  []string // AWS_* for S3 servers
+	env  []string           // AWS_* for S3 servers
+	srv  *testutil.S3Server // nil for fs
 	// fresh returns the URL of a new, empty store and a raw backend with
 	// the root prefix under which the test reads it.
 	fresh func(t *testing.T) (url string, raw backend.Backend, root string)
@@ -96,7 +103,7 @@ func fsTarget() target {
 }
 
 func s3Target(name string, srv *testutil.S3Server) target {
-	return target{name: name, env: srv.Env(), fresh: func(t *testing.T) (string, backend.Backend, string) {
+	return target{name: name, env: srv.Env(), srv: srv, fresh: func(t *testing.T) (string, backend.Backend, string) {
 		bucket := srv.NewBucket(t)
 		return srv.URL(bucket, "apps/demo"), srv.Backend(t, bucket), "apps/demo"
 	}}
@@ -171,11 +178,7 @@ func (w *world) store(t *testing.T) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := envelope.New(ids, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(w.raw, env, store.Options{Root: w.root})
+	st, err := store.Connect(context.Background(), w.raw, store.Keys{Identities: ids}, &store.ConnectOptions{Options: store.Options{Root: w.root}})
 	if err != nil {
 		t.Fatal(err)
 	}

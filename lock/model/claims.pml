@@ -1,0 +1,636 @@
+/*
+ * claims.pml: the claims lock of ADR 0020 (docs/adr/0020-claims-lock-
+ * without-compare-and-swap.md), checked with spin. doc.go in this
+ * directory says how to run it, what it covers and what it does not.
+ *
+ * Processes P0, P1 (and P2 with -DNPROC=3) each make up to MAXATT
+ * acquisition attempts and up to MAXHB heartbeats per hold. Attempt slot
+ * x = attempt * NPROC + process owns the keys claim-<x>-1-intent (I[x])
+ * and claim-<x>-2-held (H[x]); slots sort in that order, so a listing
+ * reads, for each attempt, its intent slot and then its held slot, and
+ * the epoch markers after every claim.
+ *
+ * The storage has no conditions: PUT and DELETE always apply. A LIST reads
+ * the keys one by one, each read a separate atomic step (not a snapshot);
+ * a GET of a held claim is a step of its own after the listing.
+ *
+ * Faults, at most MAXFAULT in all: a write's answer is lost and the write
+ * lands now, or is kept in its sender's pending slot to land at any later
+ * time or never (a timeout); a PUT lands now, answered, and a copy lands
+ * again later (an SDK re-send). A lost answer reads as "failed". Pauses
+ * are the interleaving; a crash is a process that stops for good (doc.go),
+ * its pending writes still landing.
+ *
+ * TIME IS ABSTRACT (the model's assumption), as in cas.pml. Every held-
+ * claim PUT (the sends a lease counts from) takes the next stamp of a
+ * global clock gt; E[p] = k says p's leases from its sends stamped <= k
+ * have run out; conf[p] is the stamp of p's last confirmed write, and p's
+ * fence is open only while conf[p] > E[p]. A held claim records the tag gt
+ * when it landed (it landed after every send stamped <= tag). Another
+ * process may judge it dead (stale, missed heartbeat, dead PID) only once
+ * its owner's leases up to that tag ran out, letting time pass to get
+ * there: W > L, H + G > L, counted from no earlier than the landing.
+ * Nothing else relates the processes' clocks (in particular the model does
+ * not know that W >= 2L).
+ * The intent deadline: dl[x] is set once attempt x's deadline (s + I - m_I)
+ * has passed. A reader that reads an intent may judge it dead only if dl[x]
+ * is set at that read (it may let time pass and set it: an intent whose
+ * storage age is I was sent more than I - m_I ago). The owner accepts its
+ * held PUT's answer only if dl[x] is not set when the answer arrives (it
+ * may set it then: the answer came late).
+ *
+ * Two rules this model found missing from ADR 0020, modelled as fixed:
+ *   1. a held claim that the listing showed and whose GET then answers 404
+ *      sends the acquirer back to list again (and ends a suspended
+ *      holder's heartbeat as lost): ignoring it loses its epoch, and the
+ *      marker of that epoch may have landed after the listing read the
+ *      markers;
+ *   2. after a suspension, a heartbeat that GETs another held claim with
+ *      an epoch above ours is lost, dead or alive: the claim's owner held
+ *      the lock meanwhile (its marker may have landed after our listing
+ *      read the markers); without this the ADR needs W >= 2L.
+ *
+ * Properties, checked where a fence opens:
+ *   (a) mutual exclusion: at most one fence open (assert nopen <= 1);
+ *   (b) epochs grow: an attempt whose fence opens when another attempt was
+ *       the last to open has an epoch above every epoch that ever opened
+ *       (assert lastopen == a + 1 || myep > maxopened).
+ *
+ * Known-bad variants (each must fail):
+ *   -DREAD_THEN_WRITE   list first, then write (no claim of one's own
+ *                       before the listing). Violates (a).
+ *   -DEARLY_INTENT_DELETE  the intent is deleted before the held claim is
+ *                       written. Violates (a).
+ *   -DLATE_CONFIRM      the held PUT's answer is accepted after the
+ *                       deadline. Violates (a).
+ *   -DHELD_FIRST        the listing reads an attempt's held slot before its
+ *                       intent slot. Violates (a).
+ *   -DJUDGE_LATE        an intent's age is taken after the listing (e.g.
+ *                       from the LIST response's Date when the listing took
+ *                       longer than m_I), not at the read. Violates (a).
+ *   -DHB_UNCONFIRMED    a heartbeat whose PUT got no answer is confirmed by
+ *                       its listing alone. Violates (a).
+ *   -DGET_404_IGNORED   without rule 1. Violates (b).
+ *   -DHB_NO_EPOCH_CHECK without rule 2. Violates (b); checked with
+ *                       -DSAMECONFIG (one lease for every instance: all
+ *                       leases run out in send order), whose counterexample
+ *                       is real when W < 2L.
+ * -DCANARY is not a variant: it asserts that no second attempt's fence ever
+ * opens, so that its failure shows the good model is not vacuous.
+ */
+
+#ifndef NPROC
+#define NPROC 2       /* processes run: P0, P1, P2 */
+#endif
+#ifndef MAXATT
+#define MAXATT 2      /* acquisition attempts per process */
+#endif
+#ifndef MAXHB
+#define MAXHB 1       /* heartbeats per hold */
+#endif
+#ifndef MAXFAULT
+#define MAXFAULT 2    /* lost answers, late or re-sent writes, in all */
+#endif
+
+#define NP 3
+#define NA (NPROC * MAXATT)          /* attempt slots, in key order */
+#define SLOT(p, a) ((a) * NPROC + (p))
+#define OWNER(x) ((x) % NPROC)
+#define BIT(x) (1 << (x))
+
+/* request kinds */
+#define R_NONE 0
+#define R_PUTI 1     /* PUT claim-<x>-1-intent */
+#define R_PUTH 2     /* PUT claim-<x>-2-held   */
+#define R_DELI 3     /* DELETE the intent      */
+#define R_DELH 4     /* DELETE the held claim  */
+#define R_MARK 5     /* PUT epoch-<e>          */
+
+#define A_OK   0
+#define A_LOST 2
+
+/* the claims */
+bool I[NA];          /* claim-<x>-1-intent exists */
+bool H[NA];          /* claim-<x>-2-held exists */
+byte ep[NA];         /* the epoch in attempt x's held claim */
+byte htag[NA];       /* H[x]'s tag: sent[owner] when it landed */
+bool dl[NA];         /* attempt x's intent deadline has passed */
+bool cur[NA];        /* attempt x is its owner's current attempt */
+
+/* epoch markers: bit e set = marker e exists; mkmax = the highest */
+int mk;
+byte mkmax;
+
+byte nfault;
+
+/* abstract time and fences */
+byte gt;             /* lease-relevant sends so far, by anyone: a global clock */
+byte E[NP];          /* p's leases from its sends stamped <= E[p] ran out */
+byte sent[NP];       /* the stamp of p's latest send */
+byte conf[NP];       /* the stamp of p's last confirmed write */
+bool open[NP];
+byte nopen;
+byte maxopened;      /* the highest epoch whose fence ever opened */
+byte lastopen;       /* the attempt (slot + 1) that opened last */
+
+/* one pending (late) request per process: kind, key (slot or epoch) */
+byte pk[NP], px[NP];
+
+#define SUSPEND(p) \
+	if \
+	:: open[p] && conf[p] <= E[p] -> \
+		open[p] = false; nopen--; \
+		printf("MSC: P%d's fence closes (suspended)\n", p) \
+	:: else \
+	fi
+
+/*
+ * Time passes until p's leases from its sends stamped <= k have run out.
+ * With -DSAMECONFIG every instance has the same lease, so all leases from
+ * sends stamped <= k have run out (the global clock orders them).
+ */
+#define EXPIRE1(q, k) \
+	if \
+	:: E[q] < k -> \
+		E[q] = k; \
+		printf("MSC: time passes: P%d's leases from its sends up to %d run out\n", q, k); \
+		SUSPEND(q) \
+	:: else \
+	fi
+
+inline expire(p, k) {
+#ifdef SAMECONFIG
+	EXPIRE1(0, k); EXPIRE1(1, k); EXPIRE1(2, k)
+#else
+	EXPIRE1(p, k)
+#endif
+}
+
+inline land(k, x) {
+	if
+	:: k == R_PUTI -> I[x] = true; printf("MSC: intent %d lands\n", x)
+	:: k == R_PUTH -> H[x] = true; htag[x] = gt;
+		printf("MSC: held %d lands (epoch %d, tag %d)\n", x, ep[x], htag[x])
+	:: k == R_DELI -> I[x] = false; printf("MSC: intent %d deleted\n", x)
+	:: k == R_DELH -> H[x] = false; htag[x] = 0; printf("MSC: held %d deleted\n", x)
+	:: k == R_MARK ->
+		mk = mk | BIT(x);
+		if
+		:: x > mkmax -> mkmax = x
+		:: else
+		fi;
+		printf("MSC: marker %d lands\n", x)
+	fi
+}
+
+/*
+ * A pending request that can no longer change anything is dropped (no
+ * observable difference, a smaller state space): a marker that exists; a
+ * delete of a key that is absent and that nobody can write again.
+ */
+#define DEAD(i) ((pk[i] == R_MARK && (mk & BIT(px[i]))) || \
+	(pk[i] == R_DELI && !I[px[i]] && \
+		!(pk[OWNER(px[i])] == R_PUTI && px[OWNER(px[i])] == px[i])) || \
+	(pk[i] == R_DELH && !H[px[i]] && !cur[px[i]] && \
+		!(pk[OWNER(px[i])] == R_PUTH && px[OWNER(px[i])] == px[i])))
+#define DROP(i) \
+	if \
+	:: DEAD(i) -> pk[i] = R_NONE; px[i] = 0 \
+	:: else \
+	fi
+
+inline gc() {
+	DROP(0); DROP(1); DROP(2)
+}
+
+/* the process sends a request; ans is the answer it gets */
+inline send(k, x) {
+	if
+	:: land(k, x); ans = A_OK
+	:: nfault < MAXFAULT && (k == R_PUTI || k == R_PUTH || k == R_MARK) ->
+		nfault++; land(k, x); ans = A_LOST   /* a delete's answer is not read */
+	:: nfault < MAXFAULT && pk[me] == R_NONE ->
+		nfault++; pk[me] = k; px[me] = x; ans = A_LOST
+	:: nfault < MAXFAULT && pk[me] == R_NONE && (k == R_PUTI || k == R_PUTH) ->
+		nfault++; land(k, x); pk[me] = k; px[me] = x; ans = A_OK
+	fi;
+	gc();
+	printf("MSC: P%d sends %d (1 put intent, 2 put held, 3 del intent, 4 del held, 5 marker) %d: answer %d (0 ok, 2 lost), pending %d\n",
+		me, k, x, ans, pk[me])
+}
+
+inline open_fence() {
+	open[me] = true;
+	nopen++;
+	printf("MSC: P%d attempt %d epoch %d: fence OPENS (lease from send %d; expired up to %d)\n",
+		me, a, myep, conf[me], E[me]);
+	assert(nopen <= 1);
+	assert(lastopen == a + 1 || myep > maxopened);
+#ifdef CANARY
+	/* not a property: shows that a second attempt's fence opens at all */
+	assert(lastopen == 0 || lastopen == a + 1);
+#endif
+	lastopen = a + 1;
+	if
+	:: myep > maxopened -> maxopened = myep
+	:: else
+	fi
+}
+
+inline close_fence() {
+	if
+	:: open[me] -> open[me] = false; nopen--; printf("MSC: P%d closes its fence\n", me)
+	:: else
+	fi
+}
+
+/* read attempt x's intent slot during a listing: absent, dead (into
+ * dead), or live (livei) */
+inline read_intent() {
+	if
+	:: !I[x]
+	:: I[x] && dl[x] -> dead = dead | BIT(x)
+	:: I[x] && !dl[x] -> dl[x] = true; dead = dead | BIT(x)  /* time passed */
+	:: I[x] && !dl[x] -> livei = true
+	fi
+}
+
+inline read_held() {
+	if
+	:: H[x] -> seen = seen | BIT(x)
+	:: else
+	fi
+}
+
+/* x: to the next slot the listing reads (other processes' attempts, and
+ * in a heartbeat our own held slot) */
+inline next_listed() {
+	do
+	:: x < NA && OWNER(x) == me && !(inhb && x == a) -> x++
+	:: else -> break
+	od
+}
+
+/* x: to the next held claim seen */
+inline next_seen() {
+	do
+	:: x < NA && !(seen & BIT(x)) -> x++
+	:: else -> break
+	od
+}
+
+/* x: to the lowest bit of m */
+inline lowest(m) {
+	x = 0;
+	do
+	:: !(m & BIT(x)) -> x++
+	:: else -> break
+	od
+}
+
+proctype P(byte me) {
+	byte a, att, x, e, hb, ans, myep;
+	byte seen;          /* held claims seen by the listing */
+	byte dead;          /* intents judged dead by the listing */
+	bool own, livei, inhb;
+#ifdef JUDGE_LATE
+	byte seeni;         /* intents seen, judged after the listing */
+#endif
+
+attempt:
+	atomic {
+		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0;
+		own = false; livei = false; inhb = false;
+#ifdef JUDGE_LATE
+		seeni = 0;
+#endif
+		if
+		:: att > 0 -> cur[a] = false
+		:: else
+		fi;
+		if
+		:: att >= MAXATT -> a = 0; goto done
+		:: else
+		fi;
+		a = SLOT(me, att);
+		att++;
+		cur[a] = true;
+		next_listed();
+#ifndef READ_THEN_WRITE
+		/* 1. PUT the intent; the deadline counts from here */
+		send(R_PUTI, a);
+		if
+		:: ans != A_OK -> ans = 0; goto backoff
+		:: else -> ans = 0
+		fi
+#endif
+	}
+	/* 2. LIST, key by key: each attempt's intent, then its held claim;
+	 * the markers last */
+	do
+	:: atomic {
+			x < NA ->
+#ifdef HELD_FIRST
+			read_held()
+#else
+#ifdef JUDGE_LATE
+			if
+			:: I[x] -> seeni = seeni | BIT(x)
+			:: else
+			fi
+#else
+			read_intent();
+			if
+			:: livei -> goto backoff
+			:: else
+			fi
+#endif
+#endif
+		}
+		atomic {
+#ifdef HELD_FIRST
+			read_intent();
+			if
+			:: livei -> goto backoff
+			:: else
+			fi;
+#else
+			read_held();
+#endif
+			x++;
+			next_listed()
+		}
+	:: atomic { x >= NA -> e = mkmax; x = 0; next_seen() }; break
+	od;
+#ifdef JUDGE_LATE
+	/* the intents' ages, taken now */
+	atomic {
+		do
+		:: x < NA && (seeni & BIT(x)) ->
+			if
+			:: dl[x]
+			:: !dl[x] -> dl[x] = true
+			:: !dl[x] -> goto backoff
+			fi;
+			dead = dead | BIT(x);
+			x++
+		:: x < NA && !(seeni & BIT(x)) -> x++
+		:: x >= NA -> break
+		od;
+		seeni = 0; x = 0; next_seen()
+	}
+#endif
+	/* 3. GET and judge each other held claim */
+	do
+	:: atomic {
+			x < NA ->
+			if
+#ifdef GET_404_IGNORED
+			:: !H[x]     /* gone: ignored */
+#else
+			:: !H[x] -> goto backoff   /* gone since the listing: list again */
+#endif
+			:: H[x] ->
+				if
+				:: ep[x] > e -> e = ep[x]
+				:: else
+				fi;
+				if
+				:: expire(OWNER(x), htag[x])   /* judged dead */
+				:: goto backoff      /* live: refuse */
+				fi
+			fi;
+			x++;
+			next_seen()
+		}
+	:: atomic { x >= NA -> x = 0; seen = 0 }; break
+	od;
+	/* dead intents are cleaned up */
+#ifdef NOCLEANUP
+	dead = 0;
+#endif
+	do
+	:: atomic { dead == 0 -> x = 0 }; break
+	:: atomic {
+			dead != 0 ->
+			lowest(dead);
+			dead = dead & ~BIT(x);
+			send(R_DELI, x);
+			ans = 0; x = 0
+		}
+	od;
+#ifdef READ_THEN_WRITE
+	atomic {
+		send(R_PUTI, a);
+		if
+		:: ans != A_OK -> ans = 0; goto backoff
+		:: else -> ans = 0
+		fi
+	}
+#endif
+#ifdef EARLY_INTENT_DELETE
+	atomic { send(R_DELI, a); ans = 0 }
+#endif
+	/* 5. PUT the held claim, under the deadline */
+	atomic {
+		e++; ep[a] = e; myep = e; e = 0;
+		gt++; sent[me] = gt;
+		send(R_PUTH, a);
+#ifndef LATE_CONFIRM
+		if
+		:: ans == A_OK && !dl[a] -> skip
+		:: ans == A_OK && !dl[a] -> dl[a] = true   /* the answer came late */
+		:: else
+		fi;
+		if
+		:: ans == A_OK && !dl[a] -> conf[me] = sent[me]
+		:: else -> ans = 0; goto abort
+		fi;
+#else
+		if
+		:: ans == A_OK -> conf[me] = sent[me]
+		:: else -> ans = 0; goto abort
+		fi;
+#endif
+		ans = 0
+	}
+	/* 6. PUT the marker */
+	atomic {
+		send(R_MARK, myep);
+		if
+		:: ans != A_OK -> ans = 0; goto abort
+		:: else -> ans = 0
+		fi
+	}
+	/* delete the intent; the fence opens, unless the lease ran out */
+	atomic {
+#ifndef EARLY_INTENT_DELETE
+		send(R_DELI, a);
+		ans = 0;
+#endif
+		inhb = true;
+		if
+		:: conf[me] > E[me] -> open_fence()
+		:: else
+		fi
+	}
+hold:
+	do
+	:: atomic {
+			/* heartbeat: PUT our held claim, then LIST */
+			hb < MAXHB ->
+			hb++;
+			gt++; sent[me] = gt;
+			send(R_PUTH, a);
+#ifndef HB_UNCONFIRMED
+			if
+			:: ans != A_OK -> ans = 0; goto hold   /* not confirmed */
+			:: else
+			fi;
+#endif
+			ans = 0; own = false; livei = false; seen = 0; dead = 0;
+			x = 0; next_listed()
+		}
+		do
+		:: atomic {
+				x < NA && x == a -> own = H[a]; x++; next_listed()
+			}
+		:: atomic { x < NA && x != a -> read_intent() }
+			atomic { read_held(); x++; next_listed() }
+		:: atomic {
+				x >= NA -> x = 0;
+				if
+				:: mkmax > myep || !own -> goto lost
+				:: else
+				fi;
+				if
+				:: E[me] >= conf[me] ->
+					/* suspended since the last confirmed heartbeat: we may
+					 * have been judged dead; any other live claim, lost */
+					if
+					:: livei -> goto lost
+					:: else -> next_seen(); goto hbsusp
+					fi
+				:: else
+				fi;
+				/* confirmed, the fence stays open: clean up */
+				livei = false;
+				conf[me] = sent[me];
+				goto cleanup
+			}
+		od;
+hbsusp:
+		/* GET and judge the other held claims: a live one, lost */
+		do
+		:: atomic {
+				x < NA ->
+				if
+#ifdef GET_404_IGNORED
+				:: !H[x]
+#else
+				:: !H[x] -> goto lost   /* gone since the listing */
+#endif
+				:: H[x] ->
+#ifndef HB_NO_EPOCH_CHECK
+					if
+					:: ep[x] > myep -> goto lost   /* a higher epoch held it */
+					:: else
+					fi;
+#endif
+					if
+					:: expire(OWNER(x), htag[x])
+					:: goto lost
+					fi
+				fi;
+				x++;
+				next_seen()
+			}
+		:: atomic {
+				x >= NA ->
+				x = 0;
+				conf[me] = sent[me];
+				if
+				:: conf[me] > E[me] -> open_fence()
+				:: else -> seen = 0; dead = 0   /* not open: no cleanup */
+				fi
+			};
+			break
+		od;
+cleanup:
+		/* other held claims and dead intents are deleted while we hold */
+#ifdef NOCLEANUP
+		seen = 0; dead = 0;
+#endif
+		do
+		:: atomic { seen == 0 && dead == 0 -> x = 0 }; break
+		:: atomic {
+				seen != 0 ->
+				lowest(seen);
+				seen = seen & ~BIT(x);
+				send(R_DELH, x);
+				ans = 0; x = 0
+			}
+		:: atomic {
+				seen == 0 && dead != 0 ->
+				lowest(dead);
+				dead = dead & ~BIT(x);
+				send(R_DELI, x);
+				ans = 0; x = 0
+			}
+		od
+	:: atomic {
+			/* release */
+			close_fence();
+			send(R_DELH, a);
+			ans = 0;
+			goto attempt
+		}
+	od;
+lost:
+	atomic {
+		x = 0; seen = 0; dead = 0; own = false; livei = false;
+		close_fence();
+		printf("MSC: P%d lost the lock\n", me);
+		send(R_DELH, a);
+		ans = 0;
+		goto attempt
+	}
+abort:
+	atomic { send(R_DELH, a); ans = 0 }
+backoff:
+	atomic {
+		x = 0; seen = 0; dead = 0; e = 0; livei = false;
+#ifdef JUDGE_LATE
+		seeni = 0;
+#endif
+		send(R_DELI, a);
+		ans = 0;
+		goto attempt
+	}
+done:
+	skip
+}
+
+#define DELIVER(i) \
+	atomic { pk[i] != R_NONE -> \
+		land(pk[i], px[i]); pk[i] = R_NONE; px[i] = 0; gc() }
+
+/* the network: late writes */
+active proctype net() {
+end:
+	do
+	:: DELIVER(0)
+	:: DELIVER(1)
+	:: DELIVER(2)
+	od
+}
+
+init {
+	atomic {
+		run P(0);
+		run P(1);
+#if NPROC > 2
+		run P(2)
+#endif
+	}
+}

@@ -1,0 +1,240 @@
+package model
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairnhq/state/testutil"
+)
+
+var writeTrails = flag.Bool("trails", false,
+	"write each known-bad variant's shortest counterexample (a breadth-first search) to testdata/<name>.txt")
+
+// The assertions of the two properties, as pan reports them.
+const (
+	mutualExclusion = "assertion violated (nopen<=1)"
+	casEpochs       = "assertion violated ((lastopen==myacq)||(myep>maxopened))"
+	claimsEpochs    = "assertion violated ((lastopen==(a+1))||(myep>maxopened))"
+	casCanary       = "assertion violated ((lastopen==0)||(lastopen==myacq))"
+	claimsCanary    = "assertion violated ((lastopen==0)||(lastopen==(a+1)))"
+)
+
+// The bounds of each exhaustive run; doc.go says why these.
+var (
+	casTwo       = []string{"-DNPROC=2", "-DMAXATT=2", "-DMAXHB=2", "-DMAXFAULT=2"}
+	casThree     = []string{"-DNPROC=3", "-DMAXATT=1", "-DMAXHB=2", "-DMAXFAULT=1"}
+	casDelete    = []string{"-DNPROC=2", "-DMAXATT=2", "-DMAXHB=1", "-DMAXFAULT=1", "-DMAXOOB=1"}
+	claimsFaults = []string{"-DNPROC=2", "-DMAXATT=1", "-DMAXHB=2", "-DMAXFAULT=2"}
+	claimsRetry  = []string{"-DNPROC=2", "-DMAXATT=2", "-DMAXHB=1", "-DMAXFAULT=0"}
+	claimsThree  = []string{"-DNPROC=3", "-DMAXATT=1", "-DMAXHB=0", "-DMAXFAULT=0"}
+	claimsBad    = []string{"-DNPROC=2", "-DMAXATT=1", "-DMAXHB=1", "-DMAXFAULT=1"}
+)
+
+type check struct {
+	name    string
+	model   string
+	defines []string
+	// fails is "" for a model that must verify, else the assertion that
+	// must be violated.
+	fails string
+}
+
+func with(bounds []string, define string) []string {
+	return append(append([]string(nil), bounds...), define)
+}
+
+var checks = []check{
+	// The protocols as modelled (ADR 0019 and 0020 with the fixes in the
+	// models' headers): every reachable state, no violation.
+	{"CAS/TwoProcesses", "cas.pml", casTwo, ""},
+	{"CAS/ThreeProcesses", "cas.pml", casThree, ""},
+	{"CAS/OutOfBandDelete", "cas.pml", casDelete, ""},
+	{"Claims/TwoProcessesFaults", "claims.pml", claimsFaults, ""},
+	{"Claims/TwoProcessesRetries", "claims.pml", claimsRetry, ""},
+	{"Claims/ThreeProcesses", "claims.pml", claimsThree, ""},
+
+	// Not vacuous: a second acquisition's fence does open.
+	{"CAS/Canary", "cas.pml", with(casTwo, "-DCANARY"), casCanary},
+	{"Claims/Canary", "claims.pml", with(claimsFaults, "-DCANARY"), claimsCanary},
+
+	// Known-bad variants: each must be caught.
+	{"CAS/Bad/SameIDAtOnce", "cas.pml", with(casTwo, "-DSAME_ID_AT_ONCE"), mutualExclusion},
+	{"CAS/Bad/NoPostCheck", "cas.pml", with(casTwo, "-DNO_POSTCHECK"), casEpochs},
+	{"CAS/Bad/OursConfirms", "cas.pml", with(casTwo, "-DOURS_CONFIRMS"), mutualExclusion},
+	{"CAS/Bad/NoReopenCheck", "cas.pml", with(casTwo, "-DNO_REOPEN_CHECK"), casEpochs},
+	{"Claims/Bad/ReadThenWrite", "claims.pml", with(claimsBad, "-DREAD_THEN_WRITE"), mutualExclusion},
+	{"Claims/Bad/EarlyIntentDelete", "claims.pml", with(claimsBad, "-DEARLY_INTENT_DELETE"), mutualExclusion},
+	{"Claims/Bad/LateConfirm", "claims.pml", with(claimsBad, "-DLATE_CONFIRM"), mutualExclusion},
+	{"Claims/Bad/HeldFirst", "claims.pml", with(claimsBad, "-DHELD_FIRST"), mutualExclusion},
+	{"Claims/Bad/JudgeLate", "claims.pml", with(claimsBad, "-DJUDGE_LATE"), mutualExclusion},
+	{"Claims/Bad/HeartbeatUnconfirmed", "claims.pml", with(claimsBad, "-DHB_UNCONFIRMED"), mutualExclusion},
+	{"Claims/Bad/Get404Ignored", "claims.pml", with(claimsBad, "-DGET_404_IGNORED"), claimsEpochs},
+	// Real only when every instance has the same lease and W < 2L: checked
+	// with one lease for all (SAMECONFIG), which gives that trail.
+	{"Claims/Bad/HeartbeatNoEpochCheck", "claims.pml", with(with(claimsBad, "-DSAMECONFIG"), "-DHB_NO_EPOCH_CHECK"), claimsEpochs},
+}
+
+// TestModels generates each verifier with spin, compiles it and runs it to
+// the end of its search.
+func TestModels(t *testing.T) {
+	spin := requireTool(t, "spin", "apt-get install spin (make test installs it)")
+	gcc := requireTool(t, "gcc", "apt-get install gcc")
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			res := verify(t, spin, gcc, c, false)
+			if c.fails == "" {
+				if res.errors != 0 || res.violated != "" {
+					t.Fatalf("%s %s: %d errors (%s); pan said:\n%s", c.model, strings.Join(c.defines, " "), res.errors, res.violated, res.out)
+				}
+				if !res.complete {
+					t.Fatalf("%s %s: the search did not complete (depth or memory bound); pan said:\n%s", c.model, strings.Join(c.defines, " "), res.out)
+				}
+				t.Logf("%s %s: errors: 0, complete; %d states stored, %.0f transitions, depth %d, %.1f s",
+					c.model, strings.Join(c.defines, " "), res.states, res.transitions, res.depth, res.elapsed)
+				return
+			}
+			if res.errors < 1 || res.violated != c.fails {
+				t.Fatalf("%s %s: want the violation %q, got %d errors (%q); pan said:\n%s", c.model, strings.Join(c.defines, " "), c.fails, res.errors, res.violated, res.out)
+			}
+			t.Logf("%s %s: %s after %d states (%.1f s), as it must", c.model, strings.Join(c.defines, " "), res.violated, res.states, res.elapsed)
+			if *writeTrails {
+				bfs := verify(t, spin, gcc, c, true)
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				name := filepath.Join("testdata", strings.ReplaceAll(c.name, "/", "-")+".txt")
+				hdr := fmt.Sprintf("# spin -a %s %s; gcc -DSAFETY -DBFS; ./pan; spin -t (MSC lines)\n# %s\n",
+					strings.Join(c.defines, " "), c.model, bfs.violated)
+				if err := os.WriteFile(name, []byte(hdr+bfs.trail), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("wrote %s", name)
+			}
+		})
+	}
+}
+
+func requireTool(t *testing.T, name, howto string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		testutil.RequireServer(t, name, howto)
+	}
+	return p
+}
+
+type result struct {
+	out         string
+	errors      int
+	violated    string
+	complete    bool
+	states      int64
+	transitions float64
+	depth       int
+	elapsed     float64
+	trail       string
+}
+
+var (
+	reErrors  = regexp.MustCompile(`depth reached (\d+), errors: (\d+)`)
+	reStored  = regexp.MustCompile(`(?m)^\s*([0-9.e+]+) states, stored`)
+	reTrans   = regexp.MustCompile(`(?m)^\s*([0-9.e+]+) transitions`)
+	reElapsed = regexp.MustCompile(`pan: elapsed time ([0-9.e+]+) seconds`)
+	reViolate = regexp.MustCompile(`pan:\d+: (assertion violated .*) \(at depth \d+\)`)
+)
+
+// verify runs spin -a, gcc and pan in a temporary directory. bfs asks for
+// a breadth-first search (the shortest counterexample) and the trail.
+func verify(t *testing.T, spin, gcc string, c check, bfs bool) result {
+	t.Helper()
+	dir := t.TempDir()
+	src, err := os.ReadFile(c.model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, c.model), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	run := func(name string, args ...string) string {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	run(spin, append(append([]string{"-a"}, c.defines...), c.model)...)
+	// SAFETY: only safety properties (assertions, invalid end states);
+	// COLLAPSE: lossless state compression; MEMLIM: a bound in MB, so that a
+	// model grown too big fails as incomplete instead of filling the host.
+	// -O2 only where the search is long: a short search does not repay
+	// gcc's optimiser (seconds per model).
+	opt := "-O2"
+	if c.fails != "" {
+		opt = "-O0"
+	}
+	cflags := []string{opt, "-w", "-DSAFETY", "-DCOLLAPSE", "-DMEMLIM=2048", "-o", "pan", "pan.c"}
+	if bfs {
+		cflags = append([]string{"-DBFS"}, cflags...)
+	}
+	run(gcc, cflags...)
+	out := run(filepath.Join(dir, "pan"), "-m200000", "-w23")
+	res := parse(t, out)
+	if bfs && res.errors > 0 {
+		trail := run(spin, append(append([]string{"-t"}, c.defines...), c.model)...)
+		var b strings.Builder
+		sc := bufio.NewScanner(strings.NewReader(trail))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if rest, ok := strings.CutPrefix(line, "MSC: "); ok {
+				b.WriteString(rest + "\n")
+			} else if strings.HasPrefix(line, "spin: text of failed assertion") {
+				b.WriteString(line + "\n")
+			}
+		}
+		res.trail = b.String()
+	}
+	return res
+}
+
+func parse(t *testing.T, out string) result {
+	t.Helper()
+	res := result{out: out}
+	m := reErrors.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("pan's output has no error count:\n%s", out)
+	}
+	res.depth, _ = strconv.Atoi(m[1])
+	res.errors, _ = strconv.Atoi(m[2])
+	if m := reStored.FindStringSubmatch(out); m != nil {
+		f, _ := strconv.ParseFloat(m[1], 64)
+		res.states = int64(f)
+	}
+	if m := reTrans.FindStringSubmatch(out); m != nil {
+		res.transitions, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if m := reElapsed.FindStringSubmatch(out); m != nil {
+		res.elapsed, _ = strconv.ParseFloat(m[1], 64)
+	}
+	if m := reViolate.FindStringSubmatch(out); m != nil {
+		res.violated = m[1]
+	}
+	res.complete = !strings.Contains(out, "Search not completed") &&
+		!strings.Contains(out, "max search depth too small") &&
+		!strings.Contains(out, "reached -DMEMLIM bound")
+	return res
+}

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cairnhq/state/envelope"
+)
+
+// Object is one object as [Store.GetObject] read and opened it.
+type Object struct {
+	// Data is the opened value.
+	Data []byte
+	// Sealed are the stored bytes.
+	Sealed []byte
+	// Info describes the stored object.
+	Info Info
+	// Opened is what the envelope learnt while opening it (format
+	// version, store id, whether it was sealed to the store's recipient
+	// set, whether it was opened through a recovery identity). It is zero
+	// for a store opened with a Sealer other than a connected store's.
+	Opened envelope.Opened
+}
+
+// GetObject reads and opens one object as Get does, and also returns its
+// sealed bytes and what the envelope learnt about it: what verify and
+// rekey need. Its errors are Get's.
+func (s *Store) GetObject(ctx context.Context, name string) (_ Object, err error) {
+	if m := s.c.metrics; m != nil {
+		defer m.end(ctx, opGet, time.Now(), &err)
+	}
+	key, err := s.Key(name)
+	if err != nil {
+		return Object{}, fmt.Errorf("store: get: %w", err)
+	}
+	return s.getObject(ctx, key, name, nil)
+}
+
+// getObject reads key within budget (nil: unbounded) and opens it. The
+// budget is given back before it returns: the caller keeps the sealed
+// bytes only as long as it handles them.
+func (s *Store) getObject(ctx context.Context, key, name string, budget *byteBudget) (Object, error) {
+	sealed, obj, release, err := s.readWithin(ctx, key, name, budget)
+	defer release()
+	if err != nil {
+		return Object{}, err
+	}
+	var plain []byte
+	var opened envelope.Opened
+	if ss, ok := s.c.sealer.(*storeSealer); ok {
+		plain, opened, err = ss.openWithInfo(name, sealed)
+	} else {
+		plain, err = s.c.sealer.Open(name, sealed)
+	}
+	if err != nil {
+		return Object{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
+	}
+	return Object{Data: plain, Sealed: sealed, Info: s.info(name, obj), Opened: opened}, nil
+}
+
+// StoreID returns the id the store's objects are bound to: its manifest's,
+// the id a recovery-only connection found in the manifest's header (not
+// authenticated), or zero for a store without a manifest.
+func (s *Store) StoreID() envelope.StoreID {
+	if ss, ok := s.c.sealer.(*storeSealer); ok {
+		return ss.id
+	}
+	return envelope.StoreID{}
+}
