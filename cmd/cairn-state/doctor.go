@@ -169,8 +169,9 @@ type doctor struct {
 	why      string    // why the storage checks are skipped, when they are
 	lockMode lock.Mode // the mode this configuration's lock would use; "" unknown
 	keys     []age.Identity
-	keysOK   bool // identities configured, and every file loaded
-	storeID  envelope.StoreID
+	keysOK   bool             // identities configured, and every file loaded
+	storeID  envelope.StoreID // of a store without a manifest: the id its objects carry
+	store    *store.Store     // connected through its manifest, when it has one
 }
 
 // s3Store is what doctor knows of an s3:// store.
@@ -954,6 +955,39 @@ func (d *doctor) checkMembership(ctx context.Context) {
 		d.skip(checkMembership, "an identity file did not load")
 		return
 	}
+	// The store's manifest decides, as it does for every other command
+	// (store.Connect, docs/adr/0021); a store without one (created before
+	// manifests, or empty) is judged by one of its objects.
+	st, err := store.Connect(ctx, d.b, store.Keys{Identities: d.keys}, &store.ConnectOptions{Options: store.Options{Root: d.root, Logger: d.a.logger}})
+	manifestFacts := &facts{Object: store.Prefix + store.ManifestName}
+	var notMember *store.NotMemberError
+	switch {
+	case errors.As(err, &notMember):
+		manifestFacts.StoreID, manifestFacts.Error = notMember.StoreID.String(), notMember.Err.Error()
+		d.add(checkMembership, statusFail, err.Error(),
+			"pass the right one with --identity FILE (or CAIRN_STATE_IDENTITY); the other commands refuse this one with exit 5; a new store needs a URL of its own", manifestFacts)
+		return
+	case errors.Is(err, store.ErrBadManifest):
+		manifestFacts.Error = err.Error()
+		d.add(checkMembership, statusFail, err.Error(), "cairn-state verify; restore "+store.Prefix+store.ManifestName+" from a backup", manifestFacts)
+		return
+	case err != nil:
+		d.storageError(checkMembership, "reading the store's manifest", err)
+		return
+	}
+	if m, ok := st.Manifest(); ok {
+		d.store = st
+		manifestFacts.StoreID = m.ID.String()
+		finding := fmt.Sprintf("the identity opens the store (store id %s, created %s, %s, key generation %d): read %s%s",
+			m.ID, m.Created.UTC().Format(time.RFC3339), plural(len(m.Recipients), "recipient"), m.Generation, store.Prefix, store.ManifestName)
+		if diff := st.RecipientDiff(); !diff.Empty() {
+			d.add(checkMembership, statusWarn, finding+"; the configured recipients differ from the store's: "+diff.String(),
+				"objects are sealed to the store's recipients; to change the store's set, run cairn-state rekey with the identities and recipients it should have", manifestFacts)
+			return
+		}
+		d.add(checkMembership, statusOK, finding, "", manifestFacts)
+		return
+	}
 	list, err := store.Open(d.b, unkeyed{}, store.Options{Root: d.root, Logger: d.a.logger})
 	if err != nil {
 		d.add(checkMembership, statusFail, err.Error(), "", nil)
@@ -990,11 +1024,6 @@ func (d *doctor) checkMembership(ctx context.Context) {
 	if !hdr.StoreID.IsZero() {
 		f.StoreID = hdr.StoreID.String()
 	}
-	if name == manifestName && hdr.StoreID.IsZero() {
-		d.add(checkMembership, statusFail, store.Prefix+name+" is bound to no store: it is damaged or was forged",
-			"cairn-state verify; restore it from a backup", f)
-		return
-	}
 	env, err := envelope.New(d.keys, nil, &envelope.Options{StoreID: hdr.StoreID, AcceptLegacy: true, Logger: d.a.logger})
 	if err != nil {
 		f.Error = err.Error()
@@ -1017,7 +1046,7 @@ func (d *doctor) checkMembership(ctx context.Context) {
 	case errors.Is(err, envelope.ErrNoIdentity):
 		f.Error = err.Error()
 		d.add(checkMembership, statusFail, "this identity does not belong to this store: "+what+" is sealed to other keys",
-			"pass the identity the store is sealed to (--identity FILE, CAIRN_STATE_IDENTITY); the other commands refuse this one (exit 5 once the store has its .store record); a new store needs a URL of its own", f)
+			"pass the identity the store is sealed to (--identity FILE, CAIRN_STATE_IDENTITY); the other commands refuse this one with exit 5; a new store needs a URL of its own", f)
 	case errors.Is(err, envelope.ErrUnauthenticated):
 		f.Error = err.Error()
 		d.add(checkMembership, statusFail, what+" decrypts with this identity but no configured writer identity authenticates it: a recovery key that never wrote, or a forged object",
@@ -1029,19 +1058,13 @@ func (d *doctor) checkMembership(ctx context.Context) {
 	}
 }
 
-// manifestName is the state name of a store's identity record.
-const manifestName = ".store"
-
-// pickObject chooses the object that tells whether a key opens the store:
-// the store's identity record, else the lock record (the lock object or a
-// claim), else an application object, else any other sealed one (the
-// smallest of its kind). It says
-// why when it is not the identity record.
+// pickObject chooses the object that tells whether a key opens a store
+// without a manifest: the lock record (the lock object or a claim), else
+// an application object, else any other sealed one (the smallest of its
+// kind). It says why.
 func pickObject(infos []store.Info) (name, why string) {
 	rank := func(n string) int {
 		switch {
-		case n == manifestName:
-			return 0
 		case n == ".lock", strings.HasPrefix(n, ".lock.d/claim-"):
 			return 1 // the lock object, or a claim (claims mode)
 		case !strings.HasPrefix(n, "."):
@@ -1060,14 +1083,12 @@ func pickObject(infos []store.Info) (name, why string) {
 		best, bestRank = i, r
 	}
 	switch bestRank {
-	case 0:
-		return best.Name, ""
 	case 99:
 		return "", ""
 	case 1:
-		return best.Name, "the lock record: this store has no " + store.Prefix + manifestName + " yet"
+		return best.Name, "the lock record: this store has no " + store.Prefix + store.ManifestName + " yet"
 	}
-	return best.Name, "this store has no " + store.Prefix + manifestName + " or lock record"
+	return best.Name, "this store has no " + store.Prefix + store.ManifestName + " or lock record"
 }
 
 // readObject reads one object's stored bytes, refusing one larger than a
@@ -1107,17 +1128,20 @@ func (d *doctor) checkLock(ctx context.Context) {
 		d.skip(checkLock, d.why)
 		return
 	}
-	var sealer store.Sealer = unkeyed{}
-	if d.keysOK && len(d.keys) > 0 {
-		env, err := envelope.New(d.keys, nil, &envelope.Options{StoreID: d.storeID, AcceptLegacy: true, Logger: d.a.logger})
-		if err == nil {
-			sealer = env
+	st := d.store // connected through its manifest, when it has one
+	if st == nil {
+		var sealer store.Sealer = unkeyed{}
+		if d.keysOK && len(d.keys) > 0 {
+			env, err := envelope.New(d.keys, nil, &envelope.Options{StoreID: d.storeID, AcceptLegacy: true, Logger: d.a.logger})
+			if err == nil {
+				sealer = env
+			}
 		}
-	}
-	st, err := store.Open(d.b, sealer, store.Options{Root: d.root, Logger: d.a.logger})
-	if err != nil {
-		d.add(checkLock, statusFail, err.Error(), "", nil)
-		return
+		var err error
+		if st, err = store.Open(d.b, sealer, store.Options{Root: d.root, Logger: d.a.logger}); err != nil {
+			d.add(checkLock, statusFail, err.Error(), "", nil)
+			return
+		}
 	}
 	s, err := lock.Inspect(ctx, st, &lock.InspectOptions{StaleAfter: d.a.staleAfter})
 	if err != nil {

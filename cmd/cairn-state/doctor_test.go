@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"os"
@@ -378,7 +380,7 @@ func TestDoctor_WrongIdentity_DoesNotBelongToTheStore(t *testing.T) {
 		r.must(t, exitFail)
 		tg.checkHumanOutput(t, env, doc)
 		doc.wantCheck(t, checkIdentity, statusOK)
-		doc.wantCheck(t, checkMembership, statusFail, "does not belong to this store", "sealed to other keys", "--identity FILE")
+		doc.wantCheck(t, checkMembership, statusFail, "does not belong to this store", ".cairn-state/.store", "wrong key", "--identity FILE", "exit 5")
 		if doc.Failed != 1 {
 			t.Errorf("%d checks failed, want only membership: %v", doc.Failed, doc.Checks)
 		}
@@ -428,28 +430,22 @@ func assertNoCredentials(t *testing.T, r result, srv *testutil.S3Server) {
 	}
 }
 
-// TestDoctor_StoreRecord_BindsTheCheck: with a store identity record
-// (.cairn-state/.store, sealed by an envelope bound to the store's id),
-// membership is judged on it, by its store id.
+// TestDoctor_StoreRecord_BindsTheCheck: with the store's manifest
+// (.cairn-state/.store) membership is judged on it, as every other command
+// judges it: an object sealed to another key does not decide; another key
+// fails; a garbage manifest fails, named, and is left alone.
 func TestDoctor_StoreRecord_BindsTheCheck(t *testing.T) {
 	tg := fsTarget(t)
 	id, _ := tg.keygen(t, "id.txt")
 	other, _ := tg.keygen(t, "other.txt")
-	ids, err := envelope.LoadIdentityFile(id)
+	tg.cli(t, []byte("v"), "--identity", id, "put", "app/x").must(t, exitOK)
+	st, err := tg.connect(t, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	storeID := envelope.NewStoreID()
-	env, err := envelope.New(ids, nil, &envelope.Options{StoreID: storeID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealed, err := env.Seal(".store", []byte(`{"cairn_state_store":1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tg.raw.Put(t.Context(), tg.key(".store"), sealed, backend.PutOptions{}); err != nil {
-		t.Fatal(err)
+	m, ok := st.Manifest()
+	if !ok {
+		t.Fatal("the first put wrote no manifest")
 	}
 	// An application object sealed to the other key must not decide.
 	otherIDs, err := envelope.LoadIdentityFile(other)
@@ -460,20 +456,42 @@ func TestDoctor_StoreRecord_BindsTheCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sealed, err = otherEnv.Seal("app/x", []byte("v")); err != nil {
+	sealed, err := otherEnv.Seal("app/y", []byte("v"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tg.raw.Put(t.Context(), tg.key("app/x"), sealed, backend.PutOptions{}); err != nil {
+	if _, err := tg.raw.Put(t.Context(), tg.key("app/y"), sealed, backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	r, doc := tg.doctor(t, []string{"CAIRN_STATE_IDENTITY=" + id})
 	r.must(t, exitOK)
-	c := doc.wantCheck(t, checkMembership, statusOK, "the identity opens the store (store id "+storeID.String()+")", "read .cairn-state/.store")
-	if c.Facts.StoreID != storeID.String() || c.Facts.Object != ".cairn-state/.store" {
+	c := doc.wantCheck(t, checkMembership, statusOK, "the identity opens the store (store id "+m.ID.String()+", created ", "1 recipient", "key generation 1", "read .cairn-state/.store")
+	if c.Facts.StoreID != m.ID.String() || c.Facts.Object != ".cairn-state/.store" {
 		t.Errorf("membership facts %+v", c.Facts)
 	}
 	r, doc = tg.doctor(t, []string{"CAIRN_STATE_IDENTITY=" + other})
 	r.must(t, exitFail)
-	doc.wantCheck(t, checkMembership, statusFail, "does not belong to this store", ".cairn-state/.store is sealed to other keys")
+	c = doc.wantCheck(t, checkMembership, statusFail, "does not belong to this store", ".cairn-state/.store", m.ID.String(), "exit 5")
+	if c.Facts.StoreID != m.ID.String() {
+		t.Errorf("membership facts %+v", c.Facts)
+	}
+	// The CLI's other commands refuse the same key with exit 5.
+	tg.cli(t, nil, "--identity", other, "ls").must(t, exitNotMember)
+
+	garbage := []byte("not a manifest")
+	if _, err := tg.raw.Put(t.Context(), tg.key(".store"), garbage, backend.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r, doc = tg.doctor(t, []string{"CAIRN_STATE_IDENTITY=" + id})
+	r.must(t, exitFail)
+	doc.wantCheck(t, checkMembership, statusFail, ".cairn-state/.store", "restore")
+	rc, _, err := tg.raw.Get(t.Context(), tg.key(".store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, garbage) {
+		t.Errorf("doctor touched the garbage manifest: %q, %v", got, err)
+	}
 }
