@@ -91,6 +91,17 @@
 #ifndef MAXFAULT
 #define MAXFAULT 2    /* lost answers, late or re-sent writes, in all */
 #endif
+/* instance ids: P0 and P1 share one by default, P2 has another */
+#ifndef ID0
+#define ID0 0
+#endif
+#ifndef ID1
+#define ID1 0
+#endif
+#ifndef ID2
+#define ID2 1
+#endif
+#define ID(p) ((p) == 0 -> ID0 : ((p) == 1 -> ID1 : ID2))
 
 #define NP 3
 #define NA (NPROC * MAXATT)          /* attempt slots, in key order */
@@ -126,6 +137,8 @@ byte nfault;
 /* abstract time and fences */
 byte gt;             /* lease-relevant sends so far, by anyone: a global clock */
 byte E[NP];          /* p's leases from its sends stamped <= E[p] ran out */
+byte EL[NP];         /* p's long leases from its sends stamped <= EL[p] ran
+                      * out (EL[p] <= E[p]): p counts itself lost */
 byte sent[NP];       /* the stamp of p's latest send */
 byte conf[NP];       /* the stamp of p's last confirmed write */
 bool open[NP];
@@ -164,6 +177,43 @@ inline expire(p, k) {
 #else
 	EXPIRE1(p, k)
 #endif
+}
+
+/* Time passes until p's long leases (the stale window less its margin)
+ * from its sends stamped <= k have run out: the short ones too. */
+#define EXPIREL1(q, k) \
+	if \
+	:: EL[q] < k -> \
+		EL[q] = k; \
+		printf("MSC: time passes: P%d's long leases from its sends up to %d run out\n", q, k); \
+		EXPIRE1(q, k) \
+	:: else \
+	fi
+
+inline expire_long(p, k) {
+#ifdef SAMECONFIG
+	EXPIREL1(0, k); EXPIREL1(1, k); EXPIREL1(2, k)
+#else
+	EXPIREL1(p, k)
+#endif
+}
+
+/*
+ * me judges p's held claim with tag k dead: a judge with p's instance id
+ * once p's leases up to k ran out (it watched the claim miss a heartbeat,
+ * 1.5 H > L); a judge with another id only once p's long leases ran out
+ * (the stale window W > W - margin). A same-id judge may also find the
+ * claim stale; that only makes p lose sooner, as a release would.
+ */
+inline judge_dead(p, k) {
+	if
+#ifdef OTHER_ID_SHORT
+	:: true -> expire(p, k)
+#else
+	:: ID(p) == ID(me) -> expire(p, k)
+	:: else -> expire_long(p, k)
+#endif
+	fi
 }
 
 inline land(k, x) {
@@ -292,6 +342,7 @@ proctype P(byte me) {
 	byte a, att, x, e, hb, ans, myep;
 	byte seen;          /* held claims seen by the listing */
 	byte dead;          /* intents judged dead by the listing */
+	byte livem;         /* live intents of our id a suspended heartbeat GETs */
 	bool own, livei, inhb;
 #ifdef JUDGE_LATE
 	byte seeni;         /* intents seen, judged after the listing */
@@ -299,7 +350,7 @@ proctype P(byte me) {
 
 attempt:
 	atomic {
-		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0;
+		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0; livem = 0;
 		own = false; livei = false; inhb = false;
 #ifdef JUDGE_LATE
 		seeni = 0;
@@ -339,11 +390,7 @@ attempt:
 			:: else
 			fi
 #else
-			read_intent();
-			if
-			:: livei -> goto backoff
-			:: else
-			fi
+			read_intent()
 #endif
 #endif
 		}
@@ -356,6 +403,12 @@ attempt:
 			fi;
 #else
 			read_held();
+			/* a live intent backs us off, unless its held claim is listed
+			 * too: that is judged instead (decide's "confirmed") */
+			if
+			:: livei && !H[x] -> goto backoff
+			:: else -> livei = false
+			fi;
 #endif
 			x++;
 			next_listed()
@@ -396,7 +449,7 @@ attempt:
 				:: else
 				fi;
 				if
-				:: expire(OWNER(x), htag[x])   /* judged dead */
+				:: judge_dead(OWNER(x), htag[x])   /* judged dead */
 				:: goto backoff      /* live: refuse */
 				fi
 			fi;
@@ -478,7 +531,7 @@ hold:
 	do
 	:: atomic {
 			/* heartbeat: PUT our held claim, then LIST */
-			hb < MAXHB ->
+			hb < MAXHB && EL[me] < conf[me] ->
 			hb++;
 			gt++; sent[me] = gt;
 			send(R_PUTH, a);
@@ -488,7 +541,7 @@ hold:
 			:: else
 			fi;
 #endif
-			ans = 0; own = false; livei = false; seen = 0; dead = 0;
+			ans = 0; own = false; livei = false; livem = 0; seen = 0; dead = 0;
 			x = 0; next_listed()
 		}
 		do
@@ -496,31 +549,48 @@ hold:
 				x < NA && x == a -> own = H[a]; x++; next_listed()
 			}
 		:: atomic { x < NA && x != a -> read_intent() }
-			atomic { read_held(); x++; next_listed() }
+			atomic {
+				read_held();
+				/* a live intent whose held claim is not listed: GET it
+				 * later if suspended, to read its instance id (another
+				 * id's is ignored) */
+#ifndef REOPEN_IGNORES_SAME_ID
+				if
+				:: livei && !H[x] && ID(OWNER(x)) == ID(me) -> livem = livem | BIT(x)
+				:: else
+				fi;
+#endif
+				livei = false;
+				x++; next_listed()
+			}
 		:: atomic {
 				x >= NA -> x = 0;
+				printf("MSC: P%d's heartbeat listing: markers up to %d, own claim %d, held claims (bits) %d, live intents of our id (bits) %d\n",
+					me, mkmax, own, seen, livem);
 				if
 				:: mkmax > myep || !own -> goto lost
 				:: else
 				fi;
 				if
+				:: EL[me] >= conf[me] -> goto lost   /* the long lease ran out */
+				:: else
+				fi;
+				if
 				:: E[me] >= conf[me] ->
-					/* suspended since the last confirmed heartbeat: we may
-					 * have been judged dead; any other live claim, lost */
-					if
-					:: livei -> goto lost
-					:: else -> next_seen(); goto hbsusp
-					fi
+					/* suspended since the last confirmed heartbeat: an
+					 * acquirer with our id may have judged us dead */
+					next_seen(); goto hbsusp
 				:: else
 				fi;
 				/* confirmed, the fence stays open: clean up */
-				livei = false;
+				livem = 0;
 				conf[me] = sent[me];
 				goto cleanup
 			}
 		od;
 hbsusp:
-		/* GET and judge the other held claims: a live one, lost */
+		/* GET and judge the other held claims, then the live intents of
+		 * our instance id (claimsLost) */
 		do
 		:: atomic {
 				x < NA ->
@@ -537,16 +607,48 @@ hbsusp:
 					:: else
 					fi;
 #endif
+#ifndef REOPEN_IGNORES_SAME_ID
 					if
-					:: expire(OWNER(x), htag[x])
-					:: goto lost
+					:: ID(OWNER(x)) == ID(me) ->
+						/* our id: a threat unless stale or its PID dead (the
+						 * heartbeat's judge watches nothing: no missed-
+						 * heartbeat judgement) */
+						if
+						:: expire_long(OWNER(x), htag[x])
+						:: goto lost
+						fi
+					:: else   /* another id's, at or below our epoch: ignored */
 					fi
+#else
+					skip      /* every id's ignored */
+#endif
 				fi;
 				x++;
 				next_seen()
 			}
+		:: atomic { x >= NA -> x = 0 }; break
+		od;
+		do
 		:: atomic {
-				x >= NA ->
+				livem != 0 ->
+				lowest(livem);
+				livem = livem & ~BIT(x);
+				printf("MSC: P%d's heartbeat GETs intent %d: %d (1 there, 0 gone)\n", me, x, I[x]);
+				if
+				:: I[x] -> goto lost     /* a live intent of our id */
+#ifdef GONE_INTENT_SKIPPED
+				:: !I[x]                 /* gone since the listing: ignored */
+#elif defined(GONE_INTENT_RETRY)
+				:: !I[x] ->              /* not confirmed: heartbeat again */
+					x = 0; seen = 0; dead = 0; livem = 0; goto hold
+#else
+				:: !I[x] -> goto lost    /* gone since the listing: whose? */
+#endif
+				fi;
+				x = 0
+			}
+		:: atomic {
+				livem == 0 ->
 				x = 0;
 				conf[me] = sent[me];
 				if
@@ -588,7 +690,7 @@ cleanup:
 	od;
 lost:
 	atomic {
-		x = 0; seen = 0; dead = 0; own = false; livei = false;
+		x = 0; seen = 0; dead = 0; own = false; livei = false; livem = 0;
 		close_fence();
 		printf("MSC: P%d lost the lock\n", me);
 		send(R_DELH, a);
