@@ -4,7 +4,10 @@
  * directory says how to run it, what it covers and what it does not.
  *
  * Processes P0, P1 (and P2 with -DNPROC=3) each make up to MAXATT
- * acquisition attempts and up to MAXHB heartbeats per hold. Attempt slot
+ * acquisition attempts and up to MAXHB heartbeats per hold. Each has an
+ * instance id, ID0..ID2: by default P0 and P1 share one (a crash-restart
+ * of the same instance on another host, or a duplicate) and P2 has
+ * another; -DID1=1 gives P1 another id too. Attempt slot
  * x = attempt * NPROC + process owns the keys claim-<x>-1-intent (I[x])
  * and claim-<x>-2-held (H[x]); slots sort in that order, so a listing
  * reads, for each attempt, its intent slot and then its held slot, and
@@ -12,7 +15,8 @@
  *
  * The storage has no conditions: PUT and DELETE always apply. A LIST reads
  * the keys one by one, each read a separate atomic step (not a snapshot);
- * a GET of a held claim is a step of its own after the listing.
+ * a GET of a held claim (in a suspended heartbeat also of an intent) is a
+ * step of its own after the listing.
  *
  * Faults, at most MAXFAULT in all: a write's answer is lost and the write
  * lands now, or is kept in its sender's pending slot to land at any later
@@ -25,11 +29,19 @@
  * claim PUT (the sends a lease counts from) takes the next stamp of a
  * global clock gt; E[p] = k says p's leases from its sends stamped <= k
  * have run out; conf[p] is the stamp of p's last confirmed write, and p's
- * fence is open only while conf[p] > E[p]. A held claim records the tag gt
- * when it landed (it landed after every send stamped <= tag). Another
- * process may judge it dead (stale, missed heartbeat, dead PID) only once
- * its owner's leases up to that tag ran out, letting time pass to get
- * there: W > L, H + G > L, counted from no earlier than the landing.
+ * fence is open only while conf[p] > E[p]. EL[p] = k says p's long leases
+ * (the stale window less its margin, lock.go leaseLong) from its sends
+ * stamped <= k have run out too (EL[p] <= E[p]); a process whose long
+ * lease from its last confirmed write ran out counts itself lost: it
+ * neither heartbeats nor reopens. A held claim records the tag gt when it
+ * landed (it landed after every send stamped <= tag). Another process may
+ * judge it dead only once its owner's leases up to that tag ran out,
+ * letting time pass to get there, counted from no earlier than the
+ * landing: a judge with the owner's instance id once the (short) leases
+ * ran out (it watched the claim miss a heartbeat, 1.5 H > L = 1.25 H); a
+ * judge with another id once the long leases ran out (stale: W > W less
+ * its margin). A dead PID is a process that stopped for good, covered by
+ * the long leases (it is lost at its next look, as if it had released).
  * Nothing else relates the processes' clocks (in particular the model does
  * not know that W >= 2L).
  * The intent deadline: dl[x] is set once attempt x's deadline (s + I - m_I)
@@ -39,7 +51,21 @@
  * held PUT's answer only if dl[x] is not set when the answer arrives (it
  * may set it then: the answer came late).
  *
- * Two rules this model found missing from ADR 0020, modelled as fixed:
+ * The heartbeat after a suspension (lock.go claimsLost) yields only to
+ * what may have judged us dead, i.e. an acquirer with our id: a marker
+ * above our epoch or our claim gone (always); a held claim above our
+ * epoch; a listed held claim gone at its GET; a held claim of our id not
+ * stale (its judge watches nothing, so only the long window); a live
+ * intent of our id whose held claim is not listed. The intents' ids are
+ * in their content: the heartbeat GETs them after the held claims. Other
+ * ids' intents, and their held claims at or below our epoch, are ignored
+ * (and the held ones deleted once the fence is open).
+ *
+ * An acquirer's listing, as lock.go decide: a live intent whose held claim
+ * the listing shows too is not a reason to back off; the held claim is
+ * judged instead.
+ *
+ * Three rules this model found missing from ADR 0020, modelled as fixed:
  *   1. a held claim that the listing showed and whose GET then answers 404
  *      sends the acquirer back to list again (and ends a suspended
  *      holder's heartbeat as lost): ignoring it loses its epoch, and the
@@ -48,7 +74,13 @@
  *   2. after a suspension, a heartbeat that GETs another held claim with
  *      an epoch above ours is lost, dead or alive: the claim's owner held
  *      the lock meanwhile (its marker may have landed after our listing
- *      read the markers); without this the ADR needs W >= 2L.
+ *      read the markers); without this the ADR needs W >= 2L;
+ *   3. after a suspension, a live intent that the listing showed and whose
+ *      GET then answers 404 ends the heartbeat as lost: its id is unknown,
+ *      and an acquirer of our id that judged us dead deletes its intent
+ *      once its held claim and marker landed, after our listing read them
+ *      (-DGONE_INTENT_RETRY, the heartbeat not confirmed and tried again,
+ *      is as safe).
  *
  * Properties, checked where a fence opens:
  *   (a) mutual exclusion: at most one fence open (assert nopen <= 1);
@@ -75,6 +107,13 @@
  *                       -DSAMECONFIG (one lease for every instance: all
  *                       leases run out in send order), whose counterexample
  *                       is real when W < 2L.
+ *   -DGONE_INTENT_SKIPPED  without rule 3: the vanished intent is skipped
+ *                       (lock.go as this model was written). Violates (a).
+ *   -DREOPEN_IGNORES_SAME_ID  the suspended heartbeat ignores live claims
+ *                       of its own id (treats them as another id's).
+ *                       Violates (a) with a shared id; passes with -DID1=1.
+ *   -DOTHER_ID_SHORT    a judge of another id judges after the short lease
+ *                       (as one of our id). Violates (a) with -DID1=1.
  * -DCANARY is not a variant: it asserts that no second attempt's fence ever
  * opens, so that its failure shows the good model is not vacuous.
  */
