@@ -94,8 +94,8 @@ var checks = []check{
 	// lease; without either half, two fences open.
 	{"Claims/Bad/ReopenIgnoresSameID", "claims.pml", with(claimsBad, "-DREOPEN_IGNORES_SAME_ID"), mutualExclusion},
 	{"Claims/Bad/OtherIDShort", "claims.pml", with(with(claimsBad, otherID), "-DOTHER_ID_SHORT"), mutualExclusion},
-	// lock.go's claimsLost as of this model: a live intent listed, then
-	// gone at its GET, is skipped.
+	// lock.go's claimsLost before this model found it: a live intent
+	// listed, then gone at its GET, is skipped (fixed: it is a threat).
 	{"Claims/Bad/GoneIntentSkipped", "claims.pml", with(claimsBad, "-DGONE_INTENT_SKIPPED"), mutualExclusion},
 }
 
