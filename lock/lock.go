@@ -474,8 +474,9 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	// an acquirer with our instance id can have judged our claim dead (it
 	// watched it miss a heartbeat); an acquirer with another id waits for
 	// the stale window, which has not passed. So a live claim with our id,
-	// or one we cannot read, may be confirming: yield to it. Other ids'
-	// intents are acquirers that will find our claim live and back off.
+	// one we cannot read, or one that vanished since the listing may be
+	// confirming: yield to it. Other ids' intents are acquirers that will
+	// find our claim live and back off.
 	a := l.judgeAs()
 	now := time.Now()
 	confirmed := map[string]bool{}
@@ -491,14 +492,15 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 			continue
 		}
 		if gone, err := l.scan.read(ctx, e); err != nil || gone {
-			if err != nil || e.kind != kindIntent {
-				// Cannot tell, or a listed claim vanished (released after a
-				// tenure we did not see): do not reopen (lock/model
-				// -DGET_404_IGNORED).
-				threat = e
-				break
-			}
-			continue
+			// Cannot tell, or a listed claim vanished: a held claim
+			// released after a tenure we did not see (lock/model
+			// -DGET_404_IGNORED), or an intent whose id we cannot learn
+			// now — an acquirer with our id deletes its intent once its
+			// held claim and marker landed, which may be after our
+			// listing read them (lock/model -DGONE_INTENT_SKIPPED). Do
+			// not reopen.
+			threat = e
+			break
 		}
 		if e.kind != kindIntent && e.readable && e.rec.Epoch > rec.Epoch {
 			// A held claim above our epoch, dead or alive: someone held the
@@ -520,7 +522,7 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	if threat == nil {
 		return nil
 	}
-	le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and a live claim (%s) of our instance id, or one this instance cannot read, may have judged ours dead; stopped writing", threat.name)}
+	le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and a live claim (%s) of our instance id, one this instance cannot read, or one that vanished before it could be read, may have judged ours dead; stopped writing", threat.name)}
 	if threat.readable {
 		h := threat.rec
 		le.Holder = &h

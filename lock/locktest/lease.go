@@ -351,17 +351,26 @@ func testReleaseDuringHeartbeat(t *testing.T, e *env) {
 // is acquiring (its intent in sight) does not end the holder: within the
 // stale window only an acquirer with the holder's own instance id can have
 // judged it dead, so the holder reopens its fence over other ids'
-// attempts — and yields to one with its own id (claims mode; in
-// compare-and-swap mode the conditional write alone decides).
+// attempts — and yields to one with its own id, and to an intent that
+// vanishes between its listing and its read (whose id it cannot learn: an
+// acquirer with its id deletes its intent once its own claim and marker
+// landed; lock/model -DGONE_INTENT_SKIPPED). Claims mode; in
+// compare-and-swap mode the conditional write alone decides.
 func testSuspendedWithContender(t *testing.T, e *env) {
 	for _, c := range []struct {
 		name     string
 		id       string
+		vanishes bool
 		wantLost bool
-	}{{"AnotherID_Reopens", "pod-b", false}, {"SameID_Yields", "pod-a", e.mode == lock.ModeClaims}} {
+	}{
+		{"AnotherID_Reopens", "pod-b", false, false},
+		{"SameID_Yields", "pod-a", false, e.mode == lock.ModeClaims},
+		{"IntentGoneAtItsRead_Yields", "pod-b", true, e.mode == lock.ModeClaims},
+	} {
 		e.part(t, c.name, func(t *testing.T) {
 			f := fault.New(e.b)
-			st := e.storeRoot(f, "suspended-"+c.name)
+			v := &vanishing{Backend: f, match: hasSuffix("-1-intent")}
+			st := e.storeRoot(v, "suspended-"+c.name)
 			a := e.acquire(st, e.opts("pod-a"))
 			f.SetUnavailable(true)
 			eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
@@ -370,9 +379,15 @@ func testSuspendedWithContender(t *testing.T, e *env) {
 			intent := e.foreign(c.id)
 			intent.State, intent.Epoch = lock.StateIntent, 0
 			e.putRecord(e.storeRoot(nil, "suspended-"+c.name), intentClaim(intent.AcquisitionID), intent)
+			if c.vanishes {
+				v.arm()
+			}
 			f.SetUnavailable(false)
+			if c.vanishes && e.mode == lock.ModeClaims {
+				eventually(t, 2*e.heartbeat()+e.slack(), "the heartbeat reads the intent", func() bool { return len(v.vanished()) > 0 })
+			}
 			if c.wantLost {
-				eventually(t, 2*e.heartbeat()+e.slack(), "the suspended holder yields to an intent with its own id", func() bool { return isLost(a) })
+				eventually(t, 2*e.heartbeat()+e.slack(), "the suspended holder yields", func() bool { return isLost(a) })
 				return
 			}
 			eventually(t, 2*e.heartbeat()+e.slack(), "the fence reopens", func() bool { return a.Err() == nil })

@@ -152,3 +152,52 @@ func (s *slow) Put(ctx context.Context, key string, data []byte, opts backend.Pu
 func (s *slow) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
 	return backend.ResolveCapabilities(ctx, s.Backend)
 }
+
+// vanishing is a backend on which an object of a matching key, once armed,
+// is deleted by someone else just before the next GET of it: the GET
+// answers 404 for an object the listing before it showed — an acquirer
+// deleting its intent between another process's LIST and GET.
+type vanishing struct {
+	backend.Backend
+	match func(key string) bool
+
+	mu    sync.Mutex
+	armed bool
+	gone  []string
+}
+
+var _ backend.Backend = (*vanishing)(nil)
+
+func (v *vanishing) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
+	v.mu.Lock()
+	fire := v.armed && v.match(key)
+	if fire {
+		v.armed = false
+		v.gone = append(v.gone, key)
+	}
+	v.mu.Unlock()
+	if fire {
+		if err := v.Backend.Delete(ctx, key, backend.DeleteOptions{}); err != nil {
+			return nil, backend.Object{}, err
+		}
+	}
+	return v.Backend.Get(ctx, key)
+}
+
+func (v *vanishing) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+	return backend.ResolveCapabilities(ctx, v.Backend)
+}
+
+// arm makes the next GET of a matching key find it deleted.
+func (v *vanishing) arm() {
+	v.mu.Lock()
+	v.armed = true
+	v.mu.Unlock()
+}
+
+// vanished are the keys deleted so far.
+func (v *vanishing) vanished() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.gone...)
+}

@@ -4,7 +4,10 @@
  * directory says how to run it, what it covers and what it does not.
  *
  * Processes P0, P1 (and P2 with -DNPROC=3) each make up to MAXATT
- * acquisition attempts and up to MAXHB heartbeats per hold. Attempt slot
+ * acquisition attempts and up to MAXHB heartbeats per hold. Each has an
+ * instance id, ID0..ID2: by default P0 and P1 share one (a crash-restart
+ * of the same instance on another host, or a duplicate) and P2 has
+ * another; -DID1=1 gives P1 another id too. Attempt slot
  * x = attempt * NPROC + process owns the keys claim-<x>-1-intent (I[x])
  * and claim-<x>-2-held (H[x]); slots sort in that order, so a listing
  * reads, for each attempt, its intent slot and then its held slot, and
@@ -12,7 +15,8 @@
  *
  * The storage has no conditions: PUT and DELETE always apply. A LIST reads
  * the keys one by one, each read a separate atomic step (not a snapshot);
- * a GET of a held claim is a step of its own after the listing.
+ * a GET of a held claim (in a suspended heartbeat also of an intent) is a
+ * step of its own after the listing.
  *
  * Faults, at most MAXFAULT in all: a write's answer is lost and the write
  * lands now, or is kept in its sender's pending slot to land at any later
@@ -25,11 +29,19 @@
  * claim PUT (the sends a lease counts from) takes the next stamp of a
  * global clock gt; E[p] = k says p's leases from its sends stamped <= k
  * have run out; conf[p] is the stamp of p's last confirmed write, and p's
- * fence is open only while conf[p] > E[p]. A held claim records the tag gt
- * when it landed (it landed after every send stamped <= tag). Another
- * process may judge it dead (stale, missed heartbeat, dead PID) only once
- * its owner's leases up to that tag ran out, letting time pass to get
- * there: W > L, H + G > L, counted from no earlier than the landing.
+ * fence is open only while conf[p] > E[p]. EL[p] = k says p's long leases
+ * (the stale window less its margin, lock.go leaseLong) from its sends
+ * stamped <= k have run out too (EL[p] <= E[p]); a process whose long
+ * lease from its last confirmed write ran out counts itself lost: it
+ * neither heartbeats nor reopens. A held claim records the tag gt when it
+ * landed (it landed after every send stamped <= tag). Another process may
+ * judge it dead only once its owner's leases up to that tag ran out,
+ * letting time pass to get there, counted from no earlier than the
+ * landing: a judge with the owner's instance id once the (short) leases
+ * ran out (it watched the claim miss a heartbeat, 1.5 H > L = 1.25 H); a
+ * judge with another id once the long leases ran out (stale: W > W less
+ * its margin). A dead PID is a process that stopped for good, covered by
+ * the long leases (it is lost at its next look, as if it had released).
  * Nothing else relates the processes' clocks (in particular the model does
  * not know that W >= 2L).
  * The intent deadline: dl[x] is set once attempt x's deadline (s + I - m_I)
@@ -39,7 +51,21 @@
  * held PUT's answer only if dl[x] is not set when the answer arrives (it
  * may set it then: the answer came late).
  *
- * Two rules this model found missing from ADR 0020, modelled as fixed:
+ * The heartbeat after a suspension (lock.go claimsLost) yields only to
+ * what may have judged us dead, i.e. an acquirer with our id: a marker
+ * above our epoch or our claim gone (always); a held claim above our
+ * epoch; a listed held claim gone at its GET; a held claim of our id not
+ * stale (its judge watches nothing, so only the long window); a live
+ * intent of our id whose held claim is not listed. The intents' ids are
+ * in their content: the heartbeat GETs them after the held claims. Other
+ * ids' intents, and their held claims at or below our epoch, are ignored
+ * (and the held ones deleted once the fence is open).
+ *
+ * An acquirer's listing, as lock.go decide: a live intent whose held claim
+ * the listing shows too is not a reason to back off; the held claim is
+ * judged instead.
+ *
+ * Three rules this model found missing from ADR 0020, modelled as fixed:
  *   1. a held claim that the listing showed and whose GET then answers 404
  *      sends the acquirer back to list again (and ends a suspended
  *      holder's heartbeat as lost): ignoring it loses its epoch, and the
@@ -48,7 +74,13 @@
  *   2. after a suspension, a heartbeat that GETs another held claim with
  *      an epoch above ours is lost, dead or alive: the claim's owner held
  *      the lock meanwhile (its marker may have landed after our listing
- *      read the markers); without this the ADR needs W >= 2L.
+ *      read the markers); without this the ADR needs W >= 2L;
+ *   3. after a suspension, a live intent that the listing showed and whose
+ *      GET then answers 404 ends the heartbeat as lost: its id is unknown,
+ *      and an acquirer of our id that judged us dead deletes its intent
+ *      once its held claim and marker landed, after our listing read them
+ *      (-DGONE_INTENT_RETRY, the heartbeat not confirmed and tried again,
+ *      is as safe).
  *
  * Properties, checked where a fence opens:
  *   (a) mutual exclusion: at most one fence open (assert nopen <= 1);
@@ -75,6 +107,13 @@
  *                       -DSAMECONFIG (one lease for every instance: all
  *                       leases run out in send order), whose counterexample
  *                       is real when W < 2L.
+ *   -DGONE_INTENT_SKIPPED  without rule 3: the vanished intent is skipped
+ *                       (lock.go as this model was written). Violates (a).
+ *   -DREOPEN_IGNORES_SAME_ID  the suspended heartbeat ignores live claims
+ *                       of its own id (treats them as another id's).
+ *                       Violates (a) with a shared id; passes with -DID1=1.
+ *   -DOTHER_ID_SHORT    a judge of another id judges after the short lease
+ *                       (as one of our id). Violates (a) with -DID1=1.
  * -DCANARY is not a variant: it asserts that no second attempt's fence ever
  * opens, so that its failure shows the good model is not vacuous.
  */
@@ -91,6 +130,17 @@
 #ifndef MAXFAULT
 #define MAXFAULT 2    /* lost answers, late or re-sent writes, in all */
 #endif
+/* instance ids: P0 and P1 share one by default, P2 has another */
+#ifndef ID0
+#define ID0 0
+#endif
+#ifndef ID1
+#define ID1 0
+#endif
+#ifndef ID2
+#define ID2 1
+#endif
+#define ID(p) ((p) == 0 -> ID0 : ((p) == 1 -> ID1 : ID2))
 
 #define NP 3
 #define NA (NPROC * MAXATT)          /* attempt slots, in key order */
@@ -126,6 +176,8 @@ byte nfault;
 /* abstract time and fences */
 byte gt;             /* lease-relevant sends so far, by anyone: a global clock */
 byte E[NP];          /* p's leases from its sends stamped <= E[p] ran out */
+byte EL[NP];         /* p's long leases from its sends stamped <= EL[p] ran
+                      * out (EL[p] <= E[p]): p counts itself lost */
 byte sent[NP];       /* the stamp of p's latest send */
 byte conf[NP];       /* the stamp of p's last confirmed write */
 bool open[NP];
@@ -164,6 +216,43 @@ inline expire(p, k) {
 #else
 	EXPIRE1(p, k)
 #endif
+}
+
+/* Time passes until p's long leases (the stale window less its margin)
+ * from its sends stamped <= k have run out: the short ones too. */
+#define EXPIREL1(q, k) \
+	if \
+	:: EL[q] < k -> \
+		EL[q] = k; \
+		printf("MSC: time passes: P%d's long leases from its sends up to %d run out\n", q, k); \
+		EXPIRE1(q, k) \
+	:: else \
+	fi
+
+inline expire_long(p, k) {
+#ifdef SAMECONFIG
+	EXPIREL1(0, k); EXPIREL1(1, k); EXPIREL1(2, k)
+#else
+	EXPIREL1(p, k)
+#endif
+}
+
+/*
+ * me judges p's held claim with tag k dead: a judge with p's instance id
+ * once p's leases up to k ran out (it watched the claim miss a heartbeat,
+ * 1.5 H > L); a judge with another id only once p's long leases ran out
+ * (the stale window W > W - margin). A same-id judge may also find the
+ * claim stale; that only makes p lose sooner, as a release would.
+ */
+inline judge_dead(p, k) {
+	if
+#ifdef OTHER_ID_SHORT
+	:: true -> expire(p, k)
+#else
+	:: ID(p) == ID(me) -> expire(p, k)
+	:: else -> expire_long(p, k)
+#endif
+	fi
 }
 
 inline land(k, x) {
@@ -292,6 +381,7 @@ proctype P(byte me) {
 	byte a, att, x, e, hb, ans, myep;
 	byte seen;          /* held claims seen by the listing */
 	byte dead;          /* intents judged dead by the listing */
+	byte livem;         /* live intents of our id a suspended heartbeat GETs */
 	bool own, livei, inhb;
 #ifdef JUDGE_LATE
 	byte seeni;         /* intents seen, judged after the listing */
@@ -299,7 +389,7 @@ proctype P(byte me) {
 
 attempt:
 	atomic {
-		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0;
+		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0; livem = 0;
 		own = false; livei = false; inhb = false;
 #ifdef JUDGE_LATE
 		seeni = 0;
@@ -339,11 +429,7 @@ attempt:
 			:: else
 			fi
 #else
-			read_intent();
-			if
-			:: livei -> goto backoff
-			:: else
-			fi
+			read_intent()
 #endif
 #endif
 		}
@@ -356,6 +442,12 @@ attempt:
 			fi;
 #else
 			read_held();
+			/* a live intent backs us off, unless its held claim is listed
+			 * too: that is judged instead (decide's "confirmed") */
+			if
+			:: livei && !H[x] -> goto backoff
+			:: else -> livei = false
+			fi;
 #endif
 			x++;
 			next_listed()
@@ -396,7 +488,7 @@ attempt:
 				:: else
 				fi;
 				if
-				:: expire(OWNER(x), htag[x])   /* judged dead */
+				:: judge_dead(OWNER(x), htag[x])   /* judged dead */
 				:: goto backoff      /* live: refuse */
 				fi
 			fi;
@@ -478,7 +570,7 @@ hold:
 	do
 	:: atomic {
 			/* heartbeat: PUT our held claim, then LIST */
-			hb < MAXHB ->
+			hb < MAXHB && EL[me] < conf[me] ->
 			hb++;
 			gt++; sent[me] = gt;
 			send(R_PUTH, a);
@@ -488,7 +580,7 @@ hold:
 			:: else
 			fi;
 #endif
-			ans = 0; own = false; livei = false; seen = 0; dead = 0;
+			ans = 0; own = false; livei = false; livem = 0; seen = 0; dead = 0;
 			x = 0; next_listed()
 		}
 		do
@@ -496,31 +588,48 @@ hold:
 				x < NA && x == a -> own = H[a]; x++; next_listed()
 			}
 		:: atomic { x < NA && x != a -> read_intent() }
-			atomic { read_held(); x++; next_listed() }
+			atomic {
+				read_held();
+				/* a live intent whose held claim is not listed: GET it
+				 * later if suspended, to read its instance id (another
+				 * id's is ignored) */
+#ifndef REOPEN_IGNORES_SAME_ID
+				if
+				:: livei && !H[x] && ID(OWNER(x)) == ID(me) -> livem = livem | BIT(x)
+				:: else
+				fi;
+#endif
+				livei = false;
+				x++; next_listed()
+			}
 		:: atomic {
 				x >= NA -> x = 0;
+				printf("MSC: P%d's heartbeat listing: markers up to %d, own claim %d, held claims (bits) %d, live intents of our id (bits) %d\n",
+					me, mkmax, own, seen, livem);
 				if
 				:: mkmax > myep || !own -> goto lost
 				:: else
 				fi;
 				if
+				:: EL[me] >= conf[me] -> goto lost   /* the long lease ran out */
+				:: else
+				fi;
+				if
 				:: E[me] >= conf[me] ->
-					/* suspended since the last confirmed heartbeat: we may
-					 * have been judged dead; any other live claim, lost */
-					if
-					:: livei -> goto lost
-					:: else -> next_seen(); goto hbsusp
-					fi
+					/* suspended since the last confirmed heartbeat: an
+					 * acquirer with our id may have judged us dead */
+					next_seen(); goto hbsusp
 				:: else
 				fi;
 				/* confirmed, the fence stays open: clean up */
-				livei = false;
+				livem = 0;
 				conf[me] = sent[me];
 				goto cleanup
 			}
 		od;
 hbsusp:
-		/* GET and judge the other held claims: a live one, lost */
+		/* GET and judge the other held claims, then the live intents of
+		 * our instance id (claimsLost) */
 		do
 		:: atomic {
 				x < NA ->
@@ -537,16 +646,48 @@ hbsusp:
 					:: else
 					fi;
 #endif
+#ifndef REOPEN_IGNORES_SAME_ID
 					if
-					:: expire(OWNER(x), htag[x])
-					:: goto lost
+					:: ID(OWNER(x)) == ID(me) ->
+						/* our id: a threat unless stale or its PID dead (the
+						 * heartbeat's judge watches nothing: no missed-
+						 * heartbeat judgement) */
+						if
+						:: expire_long(OWNER(x), htag[x])
+						:: goto lost
+						fi
+					:: else   /* another id's, at or below our epoch: ignored */
 					fi
+#else
+					skip      /* every id's ignored */
+#endif
 				fi;
 				x++;
 				next_seen()
 			}
+		:: atomic { x >= NA -> x = 0 }; break
+		od;
+		do
 		:: atomic {
-				x >= NA ->
+				livem != 0 ->
+				lowest(livem);
+				livem = livem & ~BIT(x);
+				printf("MSC: P%d's heartbeat GETs intent %d: %d (1 there, 0 gone)\n", me, x, I[x]);
+				if
+				:: I[x] -> goto lost     /* a live intent of our id */
+#ifdef GONE_INTENT_SKIPPED
+				:: !I[x]                 /* gone since the listing: ignored */
+#elif defined(GONE_INTENT_RETRY)
+				:: !I[x] ->              /* not confirmed: heartbeat again */
+					x = 0; seen = 0; dead = 0; livem = 0; goto hold
+#else
+				:: !I[x] -> goto lost    /* gone since the listing: whose? */
+#endif
+				fi;
+				x = 0
+			}
+		:: atomic {
+				livem == 0 ->
 				x = 0;
 				conf[me] = sent[me];
 				if
@@ -588,7 +729,7 @@ cleanup:
 	od;
 lost:
 	atomic {
-		x = 0; seen = 0; dead = 0; own = false; livei = false;
+		x = 0; seen = 0; dead = 0; own = false; livei = false; livem = 0;
 		close_fence();
 		printf("MSC: P%d lost the lock\n", me);
 		send(R_DELH, a);
