@@ -454,7 +454,10 @@ func (s *Store) CommitManifest(ctx context.Context) (err error) {
 	return nil
 }
 
-// putSealed writes bytes already sealed, under the fences, as put does.
+// putSealed writes bytes already sealed (by put, or the manifest by
+// CommitManifest). Sealing takes time: it looks at the fences again right
+// before the request, and sends it under their deadline (the lease's end),
+// so that no write of ours lands after another instance could take over.
 func (s *Store) putSealed(ctx context.Context, key, name string, sealed []byte, opts PutOptions) (Info, error) {
 	if (opts.IfAbsent || opts.IfVersion != "") && !s.ConditionalWrites() {
 		return Info{}, fmt.Errorf("store: put %q: conditional write on a backend without compare-and-swap: %w", name, ErrUnsupported)

@@ -238,20 +238,7 @@ func (s *Store) put(ctx context.Context, key, name string, data []byte, opts Put
 	if int64(len(sealed)) > s.c.maxSize {
 		return Info{}, fmt.Errorf("store: put %q: %d bytes sealed, limit %d: %w", name, len(sealed), s.c.maxSize, ErrTooLarge)
 	}
-	// Sealing takes time: look at the fences again right before the
-	// request, and send it under their deadline (the lease's end), so that
-	// no write of ours lands after another instance could take over.
-	ctx, cancel, err := s.fencedContext(ctx, "put", name)
-	if err != nil {
-		return Info{}, err
-	}
-	defer cancel()
-	obj, err := s.c.b.Put(ctx, key, sealed, backend.PutOptions{IfAbsent: opts.IfAbsent, IfVersion: opts.IfVersion})
-	if err != nil {
-		return Info{}, s.fenceWrap(ctx, "put", name, err)
-	}
-	s.c.metrics.moved(ctx, dirWrite, len(sealed))
-	return s.info(name, obj), nil
+	return s.putSealed(ctx, key, name, sealed, opts)
 }
 
 // Delete removes one object. It fails with an error wrapping ErrNotFound

@@ -4,11 +4,8 @@ package s3_test
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/testutil"
 )
 
 // An endpoint that accepts connections and never answers — a hung server,
@@ -24,33 +22,10 @@ import (
 // the timeout. (cairn-state ls printed nothing for 120 s against one.)
 func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	conns := make(chan net.Conn, 16)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(conns)
-				return
-			}
-			conns <- c
-			go io.Copy(io.Discard, c) // read the request, answer nothing
-		}
-	}()
-	t.Cleanup(func() {
-		l.Close()
-		for c := range conns {
-			c.Close()
-		}
-	})
-	endpoint := "http://" + l.Addr().String()
+	endpoint := testutil.SilentEndpoint(t)
 	b := defaultBackend(t, endpoint)
 	start := time.Now()
-	err = b.List(t.Context(), "", func(backend.Object) error { return nil })
+	err := b.List(t.Context(), "", func(backend.Object) error { return nil })
 	elapsed := time.Since(start)
 	if err == nil {
 		t.Fatal("List against a server that never answers succeeded")
@@ -80,8 +55,7 @@ func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
 // (SYNs are dropped). The connect timeout gives it up.
 func TestHungEndpoint_NeverAccepts_ConnectTimeoutNamesIt(t *testing.T) {
 	t.Parallel()
-	addr := fullBacklogListener(t)
-	endpoint := "http://" + addr
+	endpoint := testutil.NeverAcceptingEndpoint(t)
 	b := defaultBackend(t, endpoint)
 	start := time.Now()
 	_, err := b.Put(t.Context(), "k", []byte("v"), backend.PutOptions{})
@@ -98,39 +72,6 @@ func TestHungEndpoint_NeverAccepts_ConnectTimeoutNamesIt(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-}
-
-// fullBacklogListener returns the address of a listening socket whose
-// accept queue (backlog 0: one connection) is already full and which never
-// accepts.
-func fullBacklogListener(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-		c.Close()
-		t.Fatal("test bug: the listener's backlog is not full")
-	}
-	return addr
 }
 
 // defaultBackend opens a backend on endpoint with every timeout and retry

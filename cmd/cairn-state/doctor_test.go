@@ -253,7 +253,7 @@ func TestDoctor_MissingBucket_FailsTheBucketLine_Exit1(t *testing.T) {
 // endpoint line naming it and the timeout that fired.
 func TestDoctor_HungEndpoint_FailsWithinTheTimeout_NamingIt(t *testing.T) {
 	t.Parallel()
-	ep := hungEndpoint(t)
+	ep := testutil.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), env: fakeCredentials, url: "s3://bucket?endpoint=" + ep + "&region=garage"}
 	for _, c := range []struct {
 		args   []string
@@ -308,7 +308,7 @@ func TestDoctor_SeveralEndpoints_OneDown_WarnsAndStaysUsable(t *testing.T) {
 	}
 	doc.wantCheck(t, checkBucket, statusOK)
 
-	tg.url = fmt.Sprintf("s3://%s?endpoint=%s,%s&region=%s", bucket, down, hungEndpoint(t), srv.Region)
+	tg.url = fmt.Sprintf("s3://%s?endpoint=%s,%s&region=%s", bucket, down, testutil.SilentEndpoint(t), srv.Region)
 	r, doc = tg.doctor(t, nil, "--timeout", "5s")
 	r.must(t, exitFail)
 	for _, c := range doc.Checks {

@@ -3,53 +3,19 @@
 package main
 
 import (
-	"fmt"
-	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// neverAcceptingEndpoint returns the base URL of a listening socket whose
-// accept queue (backlog 0: one connection) is already full and which never
-// accepts: connecting to it hangs, as to a host that drops SYNs.
-func neverAcceptingEndpoint(t *testing.T) string {
-	t.Helper()
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	filler, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { filler.Close() })
-	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-		c.Close()
-		t.Fatal("test bug: the listener's backlog is not full")
-	}
-	return "http://" + addr
-}
+	"github.com/cairnhq/state/testutil"
+)
 
 // TestTimeout_NeverAcceptingEndpoint_LsFailsWithinTheBudget_NamingIt: the
 // connect timeout, derived from the budget, gives up on a listener that
 // never accepts.
 func TestTimeout_NeverAcceptingEndpoint_LsFailsWithinTheBudget_NamingIt(t *testing.T) {
 	t.Parallel()
-	ep := neverAcceptingEndpoint(t)
+	ep := testutil.NeverAcceptingEndpoint(t)
 	host := strings.TrimPrefix(ep, "http://")
 	tg := &target{dir: t.TempDir(), url: "s3://bucket?endpoint=" + ep + "&region=garage", env: fakeCredentials}
 	for _, c := range []struct {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"io"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/testutil"
 )
 
 // fakeCredentials give a CLI run static S3 credentials, isolated from the
@@ -16,44 +14,6 @@ import (
 var fakeCredentials = []string{
 	"AWS_ACCESS_KEY_ID=GKtest", "AWS_SECRET_ACCESS_KEY=not-a-secret", "AWS_SESSION_TOKEN=", "AWS_PROFILE=",
 	"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
-}
-
-// hungEndpoint returns the base URL of a listener that accepts every
-// connection, reads what it is sent and never answers: a hung server, or
-// a proxy whose upstream is gone.
-func hungEndpoint(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return "http://" + l.Addr().String()
 }
 
 // timed runs the CLI and returns what it did and how long it took.
@@ -71,7 +31,7 @@ func (tg *target) timed(t *testing.T, stdin []byte, args ...string) (result, tim
 // and the timeout that fired.
 func TestTimeout_HungEndpoint_LsFailsWithinTheBudget_NamingTheEndpoint(t *testing.T) {
 	t.Parallel()
-	ep := hungEndpoint(t)
+	ep := testutil.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket/apps/one?endpoint=" + ep + "&region=garage", env: fakeCredentials}
 	for _, c := range []struct {
 		args    []string
@@ -107,7 +67,7 @@ func TestTimeout_HungEndpoint_LsFailsWithinTheBudget_NamingTheEndpoint(t *testin
 // endpoint. Both fit in the budget.
 func TestTimeout_HungEndpoint_WriteWithProbeCleanUpFailsWithinTheBudget(t *testing.T) {
 	t.Parallel()
-	ep := hungEndpoint(t)
+	ep := testutil.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket?endpoint=" + ep + "&region=garage", env: fakeCredentials}
 	id, _ := tg.keygen(t, "id.txt")
 	for _, budget := range []time.Duration{defaultTimeout, 3 * time.Second} {
@@ -130,7 +90,7 @@ func TestTimeout_HungEndpoint_WriteWithProbeCleanUpFailsWithinTheBudget(t *testi
 // budget fills the rest.
 func TestTimeout_URLParametersWin(t *testing.T) {
 	t.Parallel()
-	ep := hungEndpoint(t)
+	ep := testutil.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket?endpoint=" + ep + "&region=garage&response_timeout=1s&max_attempts=1", env: fakeCredentials}
 	r, took := tg.timed(t, nil, "--timeout", "20s", "ls")
 	r.must(t, exitFail)
