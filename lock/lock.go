@@ -435,7 +435,11 @@ func (l *Lock) beatClaims(ctx context.Context, rec Record, data []byte, suspende
 		return fmt.Errorf("lock: heartbeat: %w", err)
 	}
 	v.ageIntentsAt(info.Now)
-	if lost := l.claimsLost(ctx, v, rec, suspended || l.checkSuspended()); lost != nil {
+	lost, err := l.claimsLost(ctx, v, rec, suspended || l.checkSuspended())
+	if err != nil {
+		return fmt.Errorf("lock: heartbeat: not confirmed: %w", err)
+	}
+	if lost != nil {
 		l.lose(lost)
 		// Our claims are junk now (our heartbeat may just have rewritten
 		// one a break had deleted): ours to delete, nobody else's.
@@ -449,33 +453,34 @@ func (l *Lock) beatClaims(ctx context.Context, rec Record, data []byte, suspende
 
 // claimsLost is the loss a look at the claims shows, or nil: a marker
 // above our epoch (a takeover or a break), our claim gone, or — when the
-// fence was suspended, so others may have judged us dead — any other live
-// claim.
-func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended bool) *LostError {
+// fence was suspended, so others may have judged us dead — a live claim of
+// our id, one we cannot read, a vanished held claim, a held claim above
+// our epoch. An error means the look decided nothing: the heartbeat is not
+// confirmed and is tried again.
+func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended bool) (*LostError, error) {
 	if top := v.maxMarker(); top > rec.Epoch {
 		le := &LostError{Reason: fmt.Sprintf("epoch %d was confirmed after ours (%d): another instance took the lock over, or it was broken; stopped writing", top, rec.Epoch)}
 		le.Holder = l.highestHolder(ctx, v, rec)
 		if le.Holder == nil {
 			le.cause = lossBroken
 		}
-		return le
+		return le, nil
 	}
 	own := false
 	for _, e := range v.helds {
 		own = own || e.name == l.name
 	}
 	if !own {
-		return &LostError{cause: lossBroken, Reason: "our claim was removed (by a lock break?); stopped writing"}
+		return &LostError{cause: lossBroken, Reason: "our claim was removed (by a lock break?); stopped writing"}, nil
 	}
 	if !suspended {
-		return nil
+		return nil, nil
 	}
 	// Our fence was suspended: within the long lease (not lost yet) only
 	// an acquirer with our instance id can have judged our claim dead (it
 	// watched it miss a heartbeat); an acquirer with another id waits for
 	// the stale window, which has not passed. So a live claim with our id,
-	// one we cannot read, or one that vanished since the listing may be
-	// confirming: yield to it. Other ids' intents are acquirers that will
+	// or one we cannot read, may be confirming: yield to it. Other ids' intents are acquirers that will
 	// find our claim live and back off.
 	a := l.judgeAs()
 	now := time.Now()
@@ -492,13 +497,20 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 			continue
 		}
 		if gone, err := l.scan.read(ctx, e); err != nil || gone {
-			// Cannot tell, or a listed claim vanished: a held claim
-			// released after a tenure we did not see (lock/model
-			// -DGET_404_IGNORED), or an intent whose id we cannot learn
-			// now — an acquirer with our id deletes its intent once its
-			// held claim and marker landed, which may be after our
-			// listing read them (lock/model -DGONE_INTENT_SKIPPED). Do
-			// not reopen.
+			if err == nil && e.kind == kindIntent {
+				// An intent whose id we cannot learn now: an acquirer with
+				// our id deletes its intent once its held claim and marker
+				// landed, which may be after our listing read them
+				// (lock/model -DGONE_INTENT_SKIPPED). Not confirmed: the
+				// next heartbeat's listing shows that held claim if there
+				// is one. (Yielding is as safe, but ends a holder whenever
+				// a standby's intent comes and goes between our LIST and
+				// GET.)
+				return nil, fmt.Errorf("intent %s vanished between the listing and its read", e.name)
+			}
+			// Cannot tell, or a listed held claim vanished (released
+			// after a tenure we did not see, lock/model
+			// -DGET_404_IGNORED): do not reopen.
 			threat = e
 			break
 		}
@@ -520,14 +532,14 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		}
 	}
 	if threat == nil {
-		return nil
+		return nil, nil
 	}
-	le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and a live claim (%s) of our instance id, one this instance cannot read, or one that vanished before it could be read, may have judged ours dead; stopped writing", threat.name)}
+	le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and a live claim (%s) of our instance id, or one this instance cannot read, may have judged ours dead; stopped writing", threat.name)}
 	if threat.readable {
 		h := threat.rec
 		le.Holder = &h
 	}
-	return le
+	return le, nil
 }
 
 // highestHolder reads the held claim with the highest epoch other than

@@ -126,6 +126,7 @@ func Run(t *testing.T, h Harness) {
 		{"BriefOutage_SuspendsThenResumes", testBriefOutage, ""},
 		{"LongOutage_Lost", testLongOutage, ""},
 		{"SuspendedWhileAnotherIDTries_ReopensNotLost", testSuspendedWithContender, ""},
+		{"SuspendedIntentVanishesAtItsRead_NeverReopens", testSuspendedVanishedIntent, lock.ModeClaims},
 		{"PausedPastStaleWindow_LosesAndWritesRefused", testPausedHolder, ""},
 		{"StalledFencedWriteAcrossTakeover_CutOffNeverLands", testStalledFencedWrite, ""},
 		{"HungHeartbeatRequest_DoesNotEatTheLease", testHungHeartbeat, ""},

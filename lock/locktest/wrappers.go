@@ -160,6 +160,9 @@ func (s *slow) ResolveCapabilities(ctx context.Context) (backend.Capabilities, e
 type vanishing struct {
 	backend.Backend
 	match func(key string) bool
+	// onFire, when set, runs after the deletion and before the GET: what
+	// the deleter did next.
+	onFire func(ctx context.Context)
 
 	mu    sync.Mutex
 	armed bool
@@ -179,6 +182,9 @@ func (v *vanishing) Get(ctx context.Context, key string) (io.ReadCloser, backend
 	if fire {
 		if err := v.Backend.Delete(ctx, key, backend.DeleteOptions{}); err != nil {
 			return nil, backend.Object{}, err
+		}
+		if v.onFire != nil {
+			v.onFire(ctx)
 		}
 	}
 	return v.Backend.Get(ctx, key)

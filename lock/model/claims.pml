@@ -76,11 +76,11 @@
  *      the lock meanwhile (its marker may have landed after our listing
  *      read the markers); without this the ADR needs W >= 2L;
  *   3. after a suspension, a live intent that the listing showed and whose
- *      GET then answers 404 ends the heartbeat as lost: its id is unknown,
- *      and an acquirer of our id that judged us dead deletes its intent
- *      once its held claim and marker landed, after our listing read them
- *      (-DGONE_INTENT_RETRY, the heartbeat not confirmed and tried again,
- *      is as safe).
+ *      GET then answers 404 leaves the heartbeat not confirmed, tried
+ *      again (lock.go): its id is unknown, and an acquirer of our id that
+ *      judged us dead deletes its intent once its held claim and marker
+ *      landed, after our listing read them (-DGONE_INTENT_LOST, the
+ *      heartbeat ending as lost, is as safe).
  *
  * Properties, checked where a fence opens:
  *   (a) mutual exclusion: at most one fence open (assert nopen <= 1);
@@ -677,11 +677,11 @@ hbsusp:
 				:: I[x] -> goto lost     /* a live intent of our id */
 #ifdef GONE_INTENT_SKIPPED
 				:: !I[x]                 /* gone since the listing: ignored */
-#elif defined(GONE_INTENT_RETRY)
+#elif defined(GONE_INTENT_LOST)
+				:: !I[x] -> goto lost    /* gone since the listing: whose? */
+#else
 				:: !I[x] ->              /* not confirmed: heartbeat again */
 					x = 0; seen = 0; dead = 0; livem = 0; goto hold
-#else
-				:: !I[x] -> goto lost    /* gone since the listing: whose? */
 #endif
 				fi;
 				x = 0

@@ -129,9 +129,11 @@
 //     missed heartbeat, writes its held claim and marker and deletes the
 //     intent; the heartbeat's GET of the intent (to read its id) answers
 //     404 and the intent is skipped: both fences open, with no fault at
-//     all. Fix, modelled: a live intent gone at its GET ends the heartbeat
-//     as lost (or, -DGONE_INTENT_RETRY, as not confirmed: beat again; both
-//     verify).
+//     all. Fix, modelled and in lock.go: a live intent gone at its GET
+//     leaves the heartbeat not confirmed, tried again (its next listing
+//     shows the held claim); -DGONE_INTENT_LOST, ending it as lost, verifies
+//     too, but ends a holder whenever a standby's intent comes and goes
+//     between its LIST and GET (TestLock_Cluster_NodePaused… saw it).
 //
 // Two more readings of ADR 0020's wording fail, and are kept as variants
 // so that an implementation does not drift into them: -DHB_UNCONFIRMED
@@ -158,16 +160,16 @@
 //	CAS/TwoProcesses                   2         -      2        2          2        9.5 M
 //	CAS/ThreeProcesses                 3         -      1        2          1        3.1 M
 //	CAS/OutOfBandDelete                2         -      2        1          1 (+1)   2.0 M
-//	Claims/TwoProcessesFaults          2         A A    1        2          2        4.2 M
+//	Claims/TwoProcessesFaults          2         A A    1        2          2        4.7 M
 //	Claims/TwoProcessesFaultsOtherID   2         A B    1        2          2        1.5 M
-//	Claims/TwoProcessesRetries         2         A A    2        1          0        6.9 M
+//	Claims/TwoProcessesRetries         2         A A    2        1          0        7.0 M
 //	Claims/TwoProcessesRetriesOtherID  2         A B    2        1          0        2.8 M
-//	Claims/ThreeProcesses              3         A A B  1        1          0       18.8 M
+//	Claims/ThreeProcesses              3         A A B  1        1          0       19.0 M
 //
 // (attempts per process, heartbeats per hold, faults in all; the +1 is one
 // out-of-band delete of a stale lock without a marker; Claims/TwoProcesses
-// Faults/GoneIntentRetry is the first claims run with the other fix of
-// GONE_INTENT_SKIPPED, 4.7 M.) Why they suffice
+// Faults/GoneIntentLost is the first claims run with the other fix of
+// GONE_INTENT_SKIPPED.) Why they suffice
 // for what they cover: every known-bad variant fails at the smallest of
 // them (two processes, one or two attempts, one or two faults), and each
 // failure the models found needs at most two processes, two attempts, two

@@ -67,8 +67,8 @@ var checks = []check{
 	{"Claims/TwoProcessesFaultsOtherID", "claims.pml", with(claimsFaults, otherID), ""},
 	{"Claims/TwoProcessesRetriesOtherID", "claims.pml", with(claimsRetry, otherID), ""},
 	{"Claims/ThreeProcesses", "claims.pml", claimsThree, ""},
-	// The alternative fix for GONE_INTENT_SKIPPED: not confirmed, beat again.
-	{"Claims/TwoProcessesFaults/GoneIntentRetry", "claims.pml", with(claimsFaults, "-DGONE_INTENT_RETRY"), ""},
+	// The other fix for GONE_INTENT_SKIPPED: lost instead of not confirmed.
+	{"Claims/TwoProcessesFaults/GoneIntentLost", "claims.pml", with(claimsFaults, "-DGONE_INTENT_LOST"), ""},
 
 	// Not vacuous: a second acquisition's fence does open.
 	{"CAS/Canary", "cas.pml", with(casTwo, "-DCANARY"), casCanary},
@@ -95,7 +95,8 @@ var checks = []check{
 	{"Claims/Bad/ReopenIgnoresSameID", "claims.pml", with(claimsBad, "-DREOPEN_IGNORES_SAME_ID"), mutualExclusion},
 	{"Claims/Bad/OtherIDShort", "claims.pml", with(with(claimsBad, otherID), "-DOTHER_ID_SHORT"), mutualExclusion},
 	// lock.go's claimsLost before this model found it: a live intent
-	// listed, then gone at its GET, is skipped (fixed: it is a threat).
+	// listed, then gone at its GET, is skipped (fixed: the heartbeat is
+	// not confirmed and is tried again).
 	{"Claims/Bad/GoneIntentSkipped", "claims.pml", with(claimsBad, "-DGONE_INTENT_SKIPPED"), mutualExclusion},
 }
 
