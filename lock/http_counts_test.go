@@ -54,7 +54,7 @@ func (c *httpCounter) take() []string {
 // TestLock_S3_HTTPRequestsPerStep measures what the lock's steps cost in
 // HTTP requests on real S3 servers (the locktest RequestCounts case counts
 // backend calls, which differ: a conditional delete is HEAD + DELETE, the
-// storage clock is HEAD bucket). The figures are in ADR 0008.
+// storage clock is HEAD bucket). The figures are in ADR 0019 and 0020.
 func TestLock_S3_HTTPRequestsPerStep(t *testing.T) {
 	skipShort(t)
 	t.Run("versitygw", func(t *testing.T) {
