@@ -176,11 +176,11 @@ func clusterOpts(t testing.TB, id string) lock.Options {
 
 // startClusterHolder takes the lock on the cluster and writes through its
 // fence until stopWriting is called (or the test ends).
-func startClusterHolder(t *testing.T, st *store.Store) (l *lock.Lock, w *fencedWriter, stopWriting func()) {
+func startClusterHolder(t *testing.T, st *store.Store, o lock.Options) (l *lock.Lock, w *fencedWriter, stopWriting func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := lock.Acquire(ctx, st, clusterOpts(t, "pod-a"))
+	l, err := lock.Acquire(ctx, st, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func startClusterHolder(t *testing.T, st *store.Store) (l *lock.Lock, w *fencedW
 // neverSecondHolder tries to acquire as another instance every half
 // second until the returned function is called (or the test ends), and
 // fails the test if it ever succeeds.
-func neverSecondHolder(t *testing.T, st *store.Store) (stopTrying func()) {
+func neverSecondHolder(t *testing.T, st *store.Store, o lock.Options) (stopTrying func()) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -213,7 +213,7 @@ func neverSecondHolder(t *testing.T, st *store.Store) (stopTrying func()) {
 			case <-time.After(500 * time.Millisecond):
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			l, err := lock.Acquire(ctx, st, clusterOpts(t, "pod-b"))
+			l, err := lock.Acquire(ctx, st, o)
 			cancel()
 			if err == nil {
 				_ = l.Release(context.Background())
@@ -243,8 +243,8 @@ func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T)
 	bucket := c.NewBucket(t)
 	env := clusterEnvelope(t)
 	b := clusterBackend(t, c, bucket, "", 3*time.Second)
-	l, w, stopWriting := startClusterHolder(t, openOn(t, b, env))
-	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env))
+	l, w, stopWriting := startClusterHolder(t, openOn(t, b, env), clusterOpts(t, "pod-a"))
+	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env), clusterOpts(t, "pod-b"))
 
 	waitUntil(t, 30*time.Second, "20 fenced writes", func() bool { return w.count() >= 20 })
 	victim := c.NodeAt(b.CurrentEndpoint())
@@ -281,15 +281,25 @@ func TestLock_Cluster_NodePausedPastStaleWindow_NoSecondHolderNoAckLost(t *testi
 	bucket := c.NewBucket(t)
 	env := clusterEnvelope(t)
 	b := clusterBackend(t, c, bucket, "", 3*time.Second)
-	l, w, stopWriting := startClusterHolder(t, openOn(t, b, env))
-	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env))
+	// A longer stale window than the other cluster tests: while a node is
+	// paused the cluster's own RPCs to it time out (2 s each), and on two
+	// loaded cores the survivors answered nothing for up to 8 s (a
+	// heartbeat LIST timed out) — the holder would lose its lock to the
+	// outage, not to a second holder.
+	withWindow := func(id string) lock.Options {
+		o := clusterOpts(t, id)
+		o.StaleAfter = 20 * time.Second
+		return o
+	}
+	l, w, stopWriting := startClusterHolder(t, openOn(t, b, env), withWindow("pod-a"))
+	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env), withWindow("pod-b"))
 
 	waitUntil(t, 30*time.Second, "20 fenced writes", func() bool { return w.count() >= 20 })
 	victim := c.NodeAt(b.CurrentEndpoint())
 	victim.Pause(t)
-	time.Sleep(clusterOpts(t, "").StaleAfter + 2*time.Second)
+	time.Sleep(withWindow("").StaleAfter + 2*time.Second)
 	victim.Resume(t)
-	time.Sleep(2 * clusterOpts(t, "").HeartbeatInterval)
+	time.Sleep(2 * withWindow("").HeartbeatInterval)
 	stopTrying()
 	stopWriting()
 	if isLostLock(l) {
