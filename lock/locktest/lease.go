@@ -409,7 +409,10 @@ func testSuspendedVanishedIntent(t *testing.T, e *env) {
 	}
 	var fireErr error
 	v.onFire = func(ctx context.Context) {
-		// The intent's owner completes between the holder's LIST and GET.
+		// The intent's owner completes between the holder's LIST and GET:
+		// its own writes, not bounded by the holder's request.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
 		if _, err := plain.Internal().Put(ctx, heldClaim(succ.AcquisitionID), held, store.PutOptions{}); err != nil {
 			fireErr = err
 			return
