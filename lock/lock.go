@@ -496,8 +496,16 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		if e.kind == kindIntent && !a.intentLive(e, now) {
 			continue
 		}
-		if gone, err := l.scan.read(ctx, e); err != nil || gone {
-			if err == nil && e.kind == kindIntent {
+		gone, err := l.scan.read(ctx, e)
+		if err != nil {
+			// Cannot tell (a node failing over, a timeout): not confirmed,
+			// and the fence stays closed; the next heartbeat looks again.
+			// Yielding would be as safe, and would end a holder for a
+			// storage hiccup during a suspension.
+			return nil, fmt.Errorf("reading %s: %w", e.name, err)
+		}
+		if gone {
+			if e.kind == kindIntent {
 				// An intent whose id we cannot learn now: an acquirer with
 				// our id deletes its intent once its held claim and marker
 				// landed, which may be after our listing read them
@@ -508,9 +516,8 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 				// GET.)
 				return nil, fmt.Errorf("intent %s vanished between the listing and its read", e.name)
 			}
-			// Cannot tell, or a listed held claim vanished (released
-			// after a tenure we did not see, lock/model
-			// -DGET_404_IGNORED): do not reopen.
+			// A listed held claim vanished (released after a tenure we did
+			// not see, lock/model -DGET_404_IGNORED): do not reopen.
 			threat = e
 			break
 		}

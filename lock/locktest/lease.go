@@ -438,3 +438,28 @@ func testSuspendedVanishedIntent(t *testing.T, e *env) {
 		t.Fatal("test bug: the heartbeat never read the intent")
 	}
 }
+
+// A suspended holder's heartbeat whose read of a listed claim fails (a
+// node failing over, a timeout) is not confirmed — the fence stays closed
+// — and is tried again; it does not end the holder (the cluster's paused
+// node did that).
+func testSuspendedReadFails(t *testing.T, e *env) {
+	f := fault.New(e.b)
+	const root = "suspended-read-fails"
+	v := &vanishing{Backend: f, match: hasSuffix("-1-intent"), failWith: fmt.Errorf("%w: the read timed out", context.DeadlineExceeded)}
+	a := e.acquire(e.storeRoot(v, root), e.opts("pod-a"))
+	f.SetUnavailable(true)
+	eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
+	other := e.foreign("pod-b")
+	other.State, other.Epoch = lock.StateIntent, 0
+	e.putRecord(e.storeRoot(nil, root), intentClaim(other.AcquisitionID), other)
+	v.arm()
+	f.SetUnavailable(false)
+	eventually(t, 3*e.heartbeat()+e.slack(), "the fence reopens", func() bool { return a.Err() == nil })
+	if isLost(a) {
+		t.Fatalf("the holder lost its lock over a failed read: %v", a.Err())
+	}
+	if len(v.vanished()) == 0 {
+		t.Fatal("test bug: the heartbeat never read the intent")
+	}
+}

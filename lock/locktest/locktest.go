@@ -127,6 +127,7 @@ func Run(t *testing.T, h Harness) {
 		{"LongOutage_Lost", testLongOutage, ""},
 		{"SuspendedWhileAnotherIDTries_ReopensNotLost", testSuspendedWithContender, ""},
 		{"SuspendedIntentVanishesAtItsRead_NeverReopens", testSuspendedVanishedIntent, lock.ModeClaims},
+		{"SuspendedReadOfAClaimFails_NotLost", testSuspendedReadFails, lock.ModeClaims},
 		{"PausedPastStaleWindow_LosesAndWritesRefused", testPausedHolder, ""},
 		{"StalledFencedWriteAcrossTakeover_CutOffNeverLands", testStalledFencedWrite, ""},
 		{"HungHeartbeatRequest_DoesNotEatTheLease", testHungHeartbeat, ""},

@@ -156,13 +156,17 @@ func (s *slow) ResolveCapabilities(ctx context.Context) (backend.Capabilities, e
 // vanishing is a backend on which an object of a matching key, once armed,
 // is deleted by someone else just before the next GET of it: the GET
 // answers 404 for an object the listing before it showed — an acquirer
-// deleting its intent between another process's LIST and GET.
+// deleting its intent between another process's LIST and GET. With
+// failWith, the armed GET fails instead.
 type vanishing struct {
 	backend.Backend
 	match func(key string) bool
 	// onFire, when set, runs after the deletion and before the GET: what
 	// the deleter did next.
 	onFire func(ctx context.Context)
+	// failWith, when set, makes the armed GET fail with it instead, and
+	// nothing is deleted: a read that times out.
+	failWith error
 
 	mu    sync.Mutex
 	armed bool
@@ -179,6 +183,9 @@ func (v *vanishing) Get(ctx context.Context, key string) (io.ReadCloser, backend
 		v.gone = append(v.gone, key)
 	}
 	v.mu.Unlock()
+	if fire && v.failWith != nil {
+		return nil, backend.Object{}, v.failWith
+	}
 	if fire {
 		if err := v.Backend.Delete(ctx, key, backend.DeleteOptions{}); err != nil {
 			return nil, backend.Object{}, err
