@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,18 +39,6 @@ func snapshot(t *testing.T, b backend.Backend) map[string]string {
 	return out
 }
 
-func sameSnapshot(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUntouched(t *testing.T) {
 	ctx := context.Background()
 	_, owner := identityFile(t)
@@ -75,7 +64,7 @@ func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUn
 	after := snapshot(t, b)
 	delete(before, store.Prefix+lock.Name)
 	delete(after, store.Prefix+lock.Name)
-	if !sameSnapshot(before, after) {
+	if !maps.Equal(before, after) {
 		t.Errorf("a refused open changed the store: %v → %v", before, after)
 	}
 	time.Sleep(150 * time.Millisecond) // a few heartbeats
@@ -98,7 +87,7 @@ func TestOpen_GarbageManifest_ClearErrorNamingIt(t *testing.T) {
 	if !errors.Is(err, store.ErrBadManifest) || !strings.Contains(err.Error(), "apps/x/.cairn-state/.store") {
 		t.Fatalf("Open = %v, want ErrBadManifest naming apps/x/.cairn-state/.store", err)
 	}
-	if !sameSnapshot(before, snapshot(t, b)) {
+	if !maps.Equal(before, snapshot(t, b)) {
 		t.Error("Open wrote to a store with a damaged manifest")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,7 +118,7 @@ func TestImportDir_RerunAfterPartialImport_WritesOnlyWhatIsMissing(t *testing.T)
 	if err := m.Up(ctx, st.WithFence(l)); err != nil {
 		t.Fatal(err)
 	}
-	if after := versions(t, st); !equalMaps(before, after) {
+	if after := versions(t, st); !maps.Equal(before, after) {
 		t.Fatalf("a second import rewrote objects:\n%v\n%v", before, after)
 	}
 }
@@ -210,16 +211,4 @@ func versions(t *testing.T, st *store.Store) map[string]string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -87,25 +88,13 @@ func TestConnect_NewStore_WritesOneBoundManifestAndBindsEveryObject(t *testing.T
 	if m2, _ := again.Manifest(); !m2.Equal(m) {
 		t.Fatalf("second connection's manifest %+v, want %+v", m2, m)
 	}
-	if got := rawSnapshot(t, b); !mapsEqual(got, snap) {
+	if got := rawSnapshot(t, b); !maps.Equal(got, snap) {
 		t.Errorf("a second connection wrote: %v → %v", snap, got)
 	}
 	// The manifest cannot be overwritten through the internal view.
 	if _, err := st.Internal().Put(ctx, store.ManifestName, []byte("{}"), store.PutOptions{}); err == nil {
 		t.Error("Put .store through Internal succeeded")
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestConnect_WrongKey_NotMemberWithTheStoresFacts_NothingWritten(t *testing.T) {
@@ -145,7 +134,7 @@ func TestConnect_WrongKey_NotMemberWithTheStoresFacts_NothingWritten(t *testing.
 			}
 		})
 	}
-	if got := rawSnapshot(t, b); !mapsEqual(got, snap) {
+	if got := rawSnapshot(t, b); !maps.Equal(got, snap) {
 		t.Errorf("a refused connection wrote: %v → %v", snap, got)
 	}
 }
@@ -194,7 +183,7 @@ func TestConnect_GarbageManifest_ClearErrorNamingIt_NeitherRecreatedNorOverwritt
 					t.Errorf("message %q: want it to name .cairn-state/.store and say %q, quoting nothing", msg, c.want)
 				}
 			}
-			if got := rawSnapshot(t, b); !mapsEqual(got, snap) {
+			if got := rawSnapshot(t, b); !maps.Equal(got, snap) {
 				t.Errorf("Connect wrote over a damaged manifest: %v → %v", snap, got)
 			}
 		})

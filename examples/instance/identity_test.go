@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -98,18 +99,6 @@ func (w *world) snapshot(t *testing.T) map[string]string {
 	return out
 }
 
-func sameKeys(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func testRotation(t *testing.T, tg target) {
 	w := newWorld(t, tg)
 	oldKey, newKeyFile := w.identity, newKey(t)
@@ -131,7 +120,7 @@ func testRotation(t *testing.T, tg target) {
 	if !strings.Contains(r.stderr, "does not belong to this store") || !strings.Contains(r.stderr, "--old-identity") {
 		t.Errorf("the old key's refusal does not say why and what to do:\n%s", r.stderr)
 	}
-	if after := w.snapshot(t); !sameKeys(before, after) {
+	if after := w.snapshot(t); !maps.Equal(before, after) {
 		t.Errorf("the refused put wrote: %v → %v", before, after)
 	}
 	if got := w.cairnState(t, "", "get", "app/db-password", "--identity", newKeyFile).must(t, 0).stdout; got != "hunter2" {
@@ -146,7 +135,7 @@ func testRotation(t *testing.T, tg target) {
 	if !strings.Contains(old.stderr.String(), "does not belong to this store") {
 		t.Errorf("the app does not say its key does not belong:\n%s", old.stderr.String())
 	}
-	if after := w.snapshot(t); !sameKeys(before, after) {
+	if after := w.snapshot(t); !maps.Equal(before, after) {
 		t.Errorf("the refused boot wrote: %v → %v", before, after)
 	}
 
@@ -181,7 +170,7 @@ func testUnrelatedKey(t *testing.T, tg target) {
 	if code := intruder.wait(t, exitTimeout); code != 5 {
 		t.Fatalf("an instance with an unrelated key exited %d, want 5\n%s", code, intruder.stderr.String())
 	}
-	if after := w.snapshot(t); !sameKeys(before, after) {
+	if after := w.snapshot(t); !maps.Equal(before, after) {
 		t.Errorf("the refused commands wrote: %v → %v", before, after)
 	}
 	// The live instance noticed nothing: a few heartbeats later it shuts
@@ -310,7 +299,7 @@ func testGarbageManifest(t *testing.T, tg target) {
 	if !strings.Contains(r.stderr, key) {
 		t.Errorf("put with a garbage manifest:\n%s", r.stderr)
 	}
-	if after := w.snapshot(t); !sameKeys(before, after) {
+	if after := w.snapshot(t); !maps.Equal(before, after) {
 		t.Errorf("a garbage manifest was re-created or taken over: %v → %v", before, after)
 	}
 }
