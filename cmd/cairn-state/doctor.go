@@ -988,13 +988,8 @@ func (d *doctor) checkMembership(ctx context.Context) {
 		d.add(checkMembership, statusOK, finding, "", manifestFacts)
 		return
 	}
-	list, err := store.Open(d.b, unkeyed{}, store.Options{Root: d.root, Logger: d.a.logger})
-	if err != nil {
-		d.add(checkMembership, statusFail, err.Error(), "", nil)
-		return
-	}
 	var names []store.Info
-	err = list.Internal().List(ctx, "", func(i store.Info) error {
+	err = st.Internal().List(ctx, "", func(i store.Info) error {
 		names = append(names, i)
 		return nil
 	})
@@ -1130,15 +1125,21 @@ func (d *doctor) checkLock(ctx context.Context) {
 	}
 	st := d.store // connected through its manifest, when it has one
 	if st == nil {
-		var sealer store.Sealer = unkeyed{}
+		opts := store.Options{Root: d.root, Logger: d.a.logger}
+		var err error
 		if d.keysOK && len(d.keys) > 0 {
-			env, err := envelope.New(d.keys, nil, &envelope.Options{StoreID: d.storeID, AcceptLegacy: true, Logger: d.a.logger})
-			if err == nil {
-				sealer = env
+			// A store without a manifest: its lock opens with the id its
+			// objects carry.
+			var env *envelope.Envelope
+			if env, err = envelope.New(d.keys, nil, &envelope.Options{StoreID: d.storeID, AcceptLegacy: true, Logger: d.a.logger}); err == nil {
+				st, err = store.Open(d.b, env, opts)
 			}
 		}
-		var err error
-		if st, err = store.Open(d.b, sealer, store.Options{Root: d.root, Logger: d.a.logger}); err != nil {
+		if st == nil {
+			// Keyless: the lock is seen, not read.
+			st, err = store.Connect(ctx, d.b, store.Keys{}, &store.ConnectOptions{Options: opts})
+		}
+		if err != nil {
 			d.add(checkLock, statusFail, err.Error(), "", nil)
 			return
 		}
@@ -1201,18 +1202,4 @@ func (d *doctor) checkLock(ctx context.Context) {
 		hint = "two instances may share one instance id, or the storage's listings are not consistent (Garage: consistency_mode); cairn-state lock status lists them"
 	}
 	d.add(checkLock, status, finding, hint, f)
-}
-
-// unkeyed is the sealer of a store doctor opens without an identity: it
-// lists and inspects, and opens nothing.
-type unkeyed struct{}
-
-var errUnkeyed = errors.New("no identity configured")
-
-func (unkeyed) Seal(name string, _ []byte) ([]byte, error) {
-	return nil, fmt.Errorf("seal %q: %w", name, errUnkeyed)
-}
-
-func (unkeyed) Open(name string, _ []byte) ([]byte, error) {
-	return nil, fmt.Errorf("open %q: %w", name, errUnkeyed)
 }
