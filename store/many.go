@@ -146,9 +146,9 @@ func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (i
 	if err != nil {
 		return Item{Name: name, Err: err}, release
 	}
-	plain, err := s.c.sealer.Open(name, sealed)
+	plain, _, err := s.open(name, sealed)
 	if err != nil {
-		return Item{Name: name, Err: fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)}, release
+		return Item{Name: name, Err: err}, release
 	}
 	return Item{Name: name, Data: plain, Info: s.info(name, obj)}, release
 }

@@ -46,17 +46,31 @@ func (s *Store) getObject(ctx context.Context, key, name string, budget *byteBud
 	if err != nil {
 		return Object{}, err
 	}
-	var plain []byte
-	var opened envelope.Opened
+	plain, opened, err := s.open(name, sealed)
+	if err != nil {
+		return Object{}, err
+	}
+	return Object{Data: plain, Sealed: sealed, Info: s.info(name, obj), Opened: opened}, nil
+}
+
+// open opens the sealed bytes of name with the store's sealer, with what
+// the envelope learnt about them when the sealer is the store's own. Its
+// error is Get's: ErrUnreadable, wrapping the sealer's.
+func (s *Store) open(name string, sealed []byte) ([]byte, envelope.Opened, error) {
+	var (
+		plain  []byte
+		opened envelope.Opened
+		err    error
+	)
 	if ss, ok := s.c.sealer.(*storeSealer); ok {
 		plain, opened, err = ss.openWithInfo(name, sealed)
 	} else {
 		plain, err = s.c.sealer.Open(name, sealed)
 	}
 	if err != nil {
-		return Object{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
+		return nil, envelope.Opened{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
 	}
-	return Object{Data: plain, Sealed: sealed, Info: s.info(name, obj), Opened: opened}, nil
+	return plain, opened, nil
 }
 
 // StoreID returns the id the store's objects are bound to: its manifest's,

@@ -193,9 +193,9 @@ func (s *Store) get(ctx context.Context, key, name string) ([]byte, Info, error)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	plain, err := s.c.sealer.Open(name, sealed)
+	plain, _, err := s.open(name, sealed)
 	if err != nil {
-		return nil, Info{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
+		return nil, Info{}, err
 	}
 	return plain, s.info(name, obj), nil
 }

@@ -134,14 +134,8 @@ func (s *Store) check(ctx context.Context, name string, budget *byteBudget, hasM
 		return c, release, ctx.Err() != nil
 	}
 	c.Info = s.info(name, obj)
-	var opened envelope.Opened
-	if ss, ok := s.c.sealer.(*storeSealer); ok {
-		_, opened, err = ss.openWithInfo(name, sealed)
-	} else {
-		_, err = s.c.sealer.Open(name, sealed)
-	}
-	if err != nil {
-		c.Err = fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
+	if _, opened, err := s.open(name, sealed); err != nil {
+		c.Err = err
 	} else {
 		c.Opened = opened
 		c.Legacy = opened.Version == envelope.FormatV1 || (opened.Version == envelope.FormatV2 && opened.StoreID.IsZero())
