@@ -11,12 +11,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/setup"
 	"github.com/cairnhq/state/migrate"
 )
 
 // The environment variables that ConfigFromEnv reads.
 const (
-	// EnvURL holds the backend URL (see OpenBackend).
+	// EnvURL holds the backend URL (file:///abs/path, file:rel/path, a
+	// path, or s3://BUCKET[/ROOT]?endpoint=…).
 	EnvURL = "CAIRN_STATE_URL"
 	// EnvIdentity holds the path of an age identity file (as written by
 	// age-keygen or `cairn-state keygen`) or of an SSH private key. Several
@@ -27,6 +29,8 @@ const (
 	// separated by commas or newlines (SSH recipients contain spaces): see
 	// Config.Recipients.
 	EnvRecipients = "CAIRN_STATE_RECIPIENTS"
+	// EnvStoreID holds the store id to pin (Config.StoreID).
+	EnvStoreID = "CAIRN_STATE_STORE_ID"
 )
 
 // Config configures Open. URL (or Backend) and at least one identity are
@@ -55,6 +59,25 @@ type Config struct {
 	// logged as a warning) and the store's set is sealed to. A rekey
 	// changes the store's set.
 	Recipients []string
+	// RequireConfiguredRecipients refuses to open a store whose recipient
+	// set holds a recipient this configuration does not list (the
+	// identities' recipients and Recipients), with
+	// store.ErrUnlistedRecipient, before anything is read or written: the
+	// store's manifest was put back from before a rekey removed that
+	// recipient, or the configuration is behind. Off by default, since a
+	// store may rightly hold a recipient its writers do not list (a
+	// recovery key kept offline).
+	RequireConfiguredRecipients bool
+
+	// StoreID pins the store: its id, 32 hexadecimal digits, as
+	// `cairn-state init`, `cairn-state doctor` and the warning logged
+	// when a store is created print it. A store with another id is
+	// refused (store.ErrWrongStore) before anything is read or written,
+	// and no store is created where there is none (store.ErrNoStore), so
+	// that a store swapped for another, or a location emptied, is not
+	// served. Empty: any store, and a new one is created on the first
+	// boot.
+	StoreID string
 
 	// InstanceID names this instance in the lock; empty means the host
 	// name, so that a restarted container takes its own lock back at once.
@@ -80,6 +103,17 @@ type Config struct {
 	// MaxObjectSize is the store's largest sealed object; 0 means the
 	// store's default.
 	MaxObjectSize int64
+	// History is how many versions of each object the store keeps under
+	// .cairn-state/.history/, the current one included (docs/history.md):
+	// 0 means store.DefaultHistory (5), store.NoHistory (any negative
+	// value) keeps none.
+	History int
+	// RejectRollback makes the instance's store refuse, with
+	// store.ErrPutBack, an object older than a version kept in its own
+	// history — an older genuine version put back under its name — on
+	// Get, GetReader, GetMany and Update (store.Options.RejectRollback;
+	// docs/history.md). Each such read also lists the name's history.
+	RejectRollback bool
 	// Logger receives the boot's progress; nil means slog.Default(). No
 	// secret (identity, passphrase, plaintext) is ever logged.
 	Logger *slog.Logger
@@ -89,31 +123,20 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 }
 
-// ConfigFromEnv returns a Config with URL, IdentityFiles and Recipients
-// taken from CAIRN_STATE_URL, CAIRN_STATE_IDENTITY and
-// CAIRN_STATE_RECIPIENTS. Unset variables leave their fields empty; set the
-// remaining fields (migrations, logger, …) on the result.
+// ConfigFromEnv returns a Config with URL, IdentityFiles, Recipients and
+// StoreID taken from CAIRN_STATE_URL, CAIRN_STATE_IDENTITY,
+// CAIRN_STATE_RECIPIENTS and CAIRN_STATE_STORE_ID. Unset variables leave
+// their fields empty; set the remaining fields (migrations, logger, …) on
+// the result.
 func ConfigFromEnv() Config {
 	var c Config
 	c.URL = strings.TrimSpace(os.Getenv(EnvURL))
+	c.StoreID = strings.TrimSpace(os.Getenv(EnvStoreID))
 	for _, p := range filepath.SplitList(os.Getenv(EnvIdentity)) {
 		if p = strings.TrimSpace(p); p != "" {
 			c.IdentityFiles = append(c.IdentityFiles, p)
 		}
 	}
-	c.Recipients = SplitRecipients(os.Getenv(EnvRecipients))
+	c.Recipients = setup.SplitRecipients(os.Getenv(EnvRecipients))
 	return c
-}
-
-// SplitRecipients splits a list of recipients separated by commas or
-// newlines, dropping blanks and lines starting with '#' (so that a
-// recipients file as age -R reads it works too).
-func SplitRecipients(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
-		if f = strings.TrimSpace(f); f != "" && !strings.HasPrefix(f, "#") {
-			out = append(out, f)
-		}
-	}
-	return out
 }

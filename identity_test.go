@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,35 +18,25 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
-// snapshot is every key of b with its version.
-func snapshot(t *testing.T, b backend.Backend) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	if err := b.List(context.Background(), "", func(o backend.Object) error {
-		out[o.Key] = o.Version
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUntouched(t *testing.T) {
 	ctx := context.Background()
-	_, owner := identityFile(t)
-	_, stranger := identityFile(t)
+	_, owner := testkit.IdentityFile(t)
+	_, stranger := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	live := openT(t, state.Config{Backend: b, Identities: []age.Identity{owner}, InstanceID: "pod-a",
 		HeartbeatInterval: 50 * time.Millisecond, StaleAfter: time.Second})
-	m, _ := live.Store().Manifest()
-	before := snapshot(t, b)
+	m, _ := storeadmin.Manifest(live.Store())
+	before := testkit.Snapshot(t, b)
 
 	_, err := state.Open(ctx, state.Config{Backend: b, Identities: []age.Identity{stranger}, InstanceID: "pod-b", Logger: quiet()})
 	var oe *state.OpenError
@@ -61,7 +50,7 @@ func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUn
 	// The live instance's lock record and every object are as they were:
 	// compare everything but the lock object itself, which its heartbeat
 	// rewrites.
-	after := snapshot(t, b)
+	after := testkit.Snapshot(t, b)
 	delete(before, store.Prefix+lock.Name)
 	delete(after, store.Prefix+lock.Name)
 	if !maps.Equal(before, after) {
@@ -77,25 +66,25 @@ func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUn
 }
 
 func TestOpen_GarbageManifest_ClearErrorNamingIt(t *testing.T) {
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
-	if _, err := b.Put(context.Background(), "apps/x/"+store.Prefix+store.ManifestName, []byte("{}garbage"), backend.PutOptions{}); err != nil {
+	if _, err := b.Put(context.Background(), "apps/x/"+store.Prefix+storemeta.ManifestName, []byte("{}garbage"), backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshot(t, b)
+	before := testkit.Snapshot(t, b)
 	_, err := state.Open(context.Background(), state.Config{Backend: b, Root: "apps/x", Identities: []age.Identity{id}, Logger: quiet()})
 	if !errors.Is(err, store.ErrBadManifest) || !strings.Contains(err.Error(), "apps/x/.cairn-state/.store") {
 		t.Fatalf("Open = %v, want ErrBadManifest naming apps/x/.cairn-state/.store", err)
 	}
-	if !maps.Equal(before, snapshot(t, b)) {
+	if !maps.Equal(before, testkit.Snapshot(t, b)) {
 		t.Error("Open wrote to a store with a damaged manifest")
 	}
 }
 
 func TestOpen_RecipientsDiffer_WarnsWithTheDifferenceAndSealsToTheStoresSet(t *testing.T) {
 	ctx := context.Background()
-	_, id := identityFile(t)
-	_, added := identityFile(t)
+	_, id := testkit.IdentityFile(t)
+	_, added := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	first := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "a"})
 	if err := first.Close(ctx); err != nil {
@@ -119,66 +108,8 @@ func TestOpen_RecipientsDiffer_WarnsWithTheDifferenceAndSealsToTheStoresSet(t *t
 	var sealed bytes.Buffer
 	_, _ = sealed.ReadFrom(rc)
 	rc.Close()
-	if err := envelope.Recover("x", sealed.Bytes(), nil, added); !errors.Is(err, envelope.ErrNoIdentity) {
+	if err := envelope.Recover("x", sealed.Bytes(), nil, added); !errors.Is(err, envelope.ErrNoMatchingIdentity) {
 		t.Errorf("a recipient outside the store's set was sealed to: %v", err)
-	}
-}
-
-// legacyObjects writes objects as versions before the store's manifest
-// did: one sealed by an unbound envelope, and a format v1 vector
-// (envelope/testdata, alice's key).
-func legacyObjects(t *testing.T, b backend.Backend, id age.Identity) (v1Identity age.Identity, v1Name string) {
-	t.Helper()
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(b, env, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Put(context.Background(), "old/unbound", []byte("from before"), store.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	vec, err := os.ReadFile(filepath.Join("envelope", "testdata", "vectors", "v1_x25519"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, obj, _ := bytes.Cut(vec, []byte("\n\n"))
-	var secret string
-	for line := range strings.Lines(string(head)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "identity: "); ok {
-			secret = v
-		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "name: "); ok {
-			v1Name = v
-		}
-	}
-	ids, err := age.ParseIdentities(strings.NewReader(secret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Put(context.Background(), store.Prefix+v1Name, obj, backend.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return ids[0], v1Name
-}
-
-func TestOpen_StoreWithoutManifest_UpgradedAtTheFirstOpen_LegacyObjectsStillOpen(t *testing.T) {
-	ctx := context.Background()
-	b := mem.New(mem.Options{})
-	_, id := identityFile(t)
-	alice, v1Name := legacyObjects(t, b, id)
-	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id, alice}, InstanceID: "a"})
-	m, ok := inst.Store().Manifest()
-	if !ok || m.Format != store.FormatLegacy {
-		t.Fatalf("manifest after the upgrade = %+v, %v; want format %d", m, ok, store.FormatLegacy)
-	}
-	if got, _, err := inst.Store().Get(ctx, "old/unbound"); err != nil || string(got) != "from before" {
-		t.Errorf("unbound object after the upgrade: %q, %v", got, err)
-	}
-	if _, _, err := inst.Store().Get(ctx, v1Name); err != nil {
-		t.Errorf("v1 object after the upgrade: %v", err)
 	}
 }
 
@@ -210,7 +141,7 @@ func TestOpen_RacingFirstOpens_OneManifest(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.b(t)
-			_, id := identityFile(t)
+			_, id := testkit.IdentityFile(t)
 			const n = 8
 			ids := make([]envelope.StoreID, n)
 			var wg sync.WaitGroup
@@ -229,7 +160,7 @@ func TestOpen_RacingFirstOpens_OneManifest(t *testing.T) {
 							t.Errorf("racer %d: %v", i, err)
 							return
 						}
-						m, _ := inst.Store().Manifest()
+						m, _ := storeadmin.Manifest(inst.Store())
 						ids[i] = m.ID
 						if err := inst.Close(context.Background()); err != nil {
 							t.Errorf("racer %d: close: %v", i, err)
@@ -248,7 +179,7 @@ func TestOpen_RacingFirstOpens_OneManifest(t *testing.T) {
 			// One manifest, and every object left is this store's.
 			var manifests int
 			if err := b.List(context.Background(), store.Prefix, func(o backend.Object) error {
-				if o.Key == store.Prefix+store.ManifestName {
+				if o.Key == store.Prefix+storemeta.ManifestName {
 					manifests++
 				}
 				return nil
@@ -259,8 +190,8 @@ func TestOpen_RacingFirstOpens_OneManifest(t *testing.T) {
 				t.Fatalf("%d manifests", manifests)
 			}
 			st := connectT(t, b, id)
-			if err := st.Internal().List(context.Background(), "", func(i store.Info) error {
-				if _, _, err := st.Internal().Get(context.Background(), i.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := storeadmin.Internal(st).List(context.Background(), "", func(i store.Info) error {
+				if _, _, err := storeadmin.Internal(st).Get(context.Background(), i.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("%s: %v", i.Name, err)
 				}
 				return nil
@@ -269,4 +200,45 @@ func TestOpen_RacingFirstOpens_OneManifest(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestOpen_RecipientsASubsetOfTheStores_NoWarning_ARealDifferenceWarns(t *testing.T) {
+	ctx := context.Background()
+	_, writer := testkit.IdentityFile(t)
+	recovery, other := newRecipient(t), newRecipient(t)
+	b := mem.New(mem.Options{})
+	// The store seals to the writer and a recovery key, as the README
+	// recommends.
+	first := openT(t, state.Config{Backend: b, Identities: []age.Identity{writer}, Recipients: []string{recovery}})
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name       string
+		recipients []string
+		warn       bool
+	}{
+		{"the writer alone (the recovery key not carried)", nil, false},
+		{"the same set", []string{recovery}, false},
+		{"a recipient the store does not seal to", []string{other}, true},
+	} {
+		var logs bytes.Buffer
+		inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{writer}, Recipients: c.recipients,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		if err := inst.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(logs.String(), "recipients differ"); warned != c.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", c.name, warned, c.warn, logs.String())
+		}
+	}
+}
+
+func newRecipient(t *testing.T) string {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id.Recipient().String()
 }

@@ -11,13 +11,14 @@ import (
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 func TestOpen_IdentityFileReadableByOthers_WarnsNamingFileAndMode_AndStillBoots(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("no Unix modes")
 	}
-	path, _ := identityFile(t)
+	path, _ := testkit.IdentityFile(t)
 	for _, c := range []struct {
 		mode os.FileMode
 		warn bool

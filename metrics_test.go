@@ -10,6 +10,7 @@ import (
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -17,7 +18,7 @@ import (
 // Config.MeterProvider reaches both the store and the lock.
 func TestOpen_MeterProvider_StoreAndLockReport(t *testing.T) {
 	ctx := context.Background()
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(ctx) })

@@ -10,6 +10,7 @@ import (
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -37,7 +38,7 @@ func testS3Boot(t *testing.T, srv *testutil.S3Server, wantMode lock.Mode) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	ctx := context.Background()
 	inst := openT(t, state.Config{
 		URL:        srv.URL(bucket, "apps/one"),

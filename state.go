@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/boot"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -44,13 +46,16 @@ func (e *OpenError) Error() string {
 // Unwrap returns the cause.
 func (e *OpenError) Unwrap() error { return e.Err }
 
+// ErrBadURL means the backend URL could not be understood.
+var ErrBadURL = setup.ErrBadURL
+
+// ErrNoStore means the backend URL names a directory that does not exist
+// while a store id is pinned (nothing to open, and nothing is created).
+var ErrNoStore = setup.ErrNoStore
+
 // ErrNoIdentity means no identity was configured: nothing could open the
 // state, so Open refuses to start.
 var ErrNoIdentity = errors.New("no identity configured")
-
-// releaseTimeout bounds the lock release that Open does on its own
-// failure paths, where the caller's context may already be done.
-const releaseTimeout = 10 * time.Second
 
 // Instance is an open state store whose instance lock this process holds.
 type Instance struct {
@@ -69,22 +74,35 @@ type Instance struct {
 // Open boots: backend → envelope → store → lock → migrations. It returns an
 // *OpenError naming the stage that failed; a failure after the lock was
 // taken releases it before Open returns. The store stage reads the store's
-// manifest before the lock is touched: an identity that does not belong to
-// the store fails there with an error matching store.ErrNotMember (a
-// *store.NotMemberError), a damaged manifest with store.ErrBadManifest, and
-// nothing is written. When ctx is cancelled (for
-// example by signal.NotifyContext on SIGTERM), the stage under way stops
-// and Open fails with the context's error.
+// manifest before the lock is touched, and nothing is written when it
+// fails: an identity that does not belong to the store fails with an
+// error matching store.ErrNotMember (a *store.NotMemberError), a store
+// other than Config.StoreID with store.ErrWrongStore, a damaged manifest
+// with store.ErrBadManifest, a missing one (other objects present) with
+// store.ErrManifestMissing. Where there is no store at all, Open creates
+// one — unless Config.StoreID pins one (store.ErrNoStore) — and logs a
+// warning with the new store's id and how to pin it. When ctx is
+// cancelled (for example by signal.NotifyContext on SIGTERM), the stage
+// under way stops and Open fails with the context's error.
 func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
 	}
 
+	var pin envelope.StoreID
+	if cfg.StoreID != "" {
+		var err error
+		if pin, err = envelope.ParseStoreID(cfg.StoreID); err != nil {
+			return nil, &OpenError{StageStore, fmt.Errorf("Config.StoreID: %w", err)}
+		}
+	}
 	b, root := cfg.Backend, cfg.Root
 	if b == nil {
 		var err error
-		if b, root, err = OpenBackend(ctx, cfg.URL, BackendOptions{Logger: logger}); err != nil {
+		// A pinned store is never created: its missing directory is not
+		// made either.
+		if b, root, err = setup.OpenBackend(ctx, cfg.URL, setup.BackendOptions{Logger: logger, MustExist: cfg.StoreID != ""}); err != nil {
 			return nil, &OpenError{StageBackend, err}
 		}
 	}
@@ -98,13 +116,46 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		return fail(StageEnvelope, err)
 	}
 
-	st, l, err := connectAndLock(ctx, b, root, keys, cfg, logger)
-	if err != nil {
-		var se *stageError
-		if errors.As(err, &se) {
-			return fail(se.stage, se.err)
+	location := setup.RedactURL(cfg.URL)
+	if cfg.Backend != nil {
+		location = ""
+	}
+	st, l, err := boot.Open(ctx, b, keys, boot.Options{
+		Store:                       store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, History: cfg.History, RejectRollback: cfg.RejectRollback, Logger: logger, MeterProvider: cfg.MeterProvider},
+		Location:                    location,
+		Create:                      true,
+		StoreID:                     pin,
+		RequireConfiguredRecipients: cfg.RequireConfiguredRecipients,
+		Lock: lock.Options{
+			InstanceID:        cfg.InstanceID,
+			HeartbeatInterval: cfg.HeartbeatInterval,
+			StaleAfter:        cfg.StaleAfter,
+			WaitForStale:      cfg.WaitForStale,
+			Logger:            logger,
+			MeterProvider:     cfg.MeterProvider,
+		},
+	})
+	var lockErr *boot.LockError
+	switch {
+	case errors.As(err, &lockErr):
+		if errors.Is(err, lock.ErrHeld) {
+			return fail(StageLock, fmt.Errorf("refusing to start: %w", lockErr.Err))
 		}
+		return fail(StageLock, lockErr.Err)
+	case errors.Is(err, envelope.ErrInvalidIdentity), errors.Is(err, envelope.ErrInvalidRecipient):
+		return fail(StageEnvelope, err)
+	case err != nil:
 		return fail(StageStore, err)
+	}
+	// Configured recipients that are a subset of the store's (the store
+	// also seals to a recovery key this instance does not carry) are no
+	// difference: everything is still sealed to them.
+	if d := storeadmin.RecipientDiff(st); len(d.NotSealedTo) > 0 {
+		m, _ := storeadmin.Manifest(st)
+		logger.Warn("state: the configured recipients differ from the store's; objects are sealed to the store's recipients. "+
+			"To change the store's set, run cairn-state rekey with the identities and recipients it should have",
+			"store_id", m.ID, "difference", d.String(),
+			"not_sealed_to", len(d.NotSealedTo), "not_configured", len(d.NotConfigured))
 	}
 
 	var res migrate.Result
@@ -112,7 +163,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		res, err = migrate.Run(ctx, l, st, cfg.Migrations, migrate.Options{Logger: logger, AllowUnknown: cfg.AllowUnknownMigrations})
 	}
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), boot.ReleaseTimeout)
 		defer cancel()
 		if rerr := l.Release(rctx); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
 			logger.Warn("state: releasing the lock after failed migrations", "err", rerr)
@@ -121,7 +172,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	}
 
 	rec := l.Record()
-	m, _ := st.Manifest()
+	m, _ := storeadmin.Manifest(st)
 	logger.Info("state: ready", "instance", rec.InstanceID, "epoch", rec.Epoch, "mode", rec.Mode,
 		"store_id", m.ID, "migrations_ran", len(res.Ran))
 	return &Instance{
@@ -140,16 +191,16 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 // platforms an application boots on cannot always give 0600 (ADR 0018).
 func loadKeys(cfg Config, logger *slog.Logger) (store.Keys, error) {
 	var k store.Keys
-	for _, f := range cfg.IdentityFiles {
-		if mode, open := IdentityFileOpenToOthers(f); open {
-			logger.Warn("state: the identity file is accessible by group or others; chmod 600 it",
-				"file", f, "mode", fmt.Sprintf("%04o", mode))
-		}
-		got, err := envelope.LoadIdentityFile(f)
+	for _, path := range cfg.IdentityFiles {
+		f, err := setup.ReadIdentityFile(path)
 		if err != nil {
 			return k, err
 		}
-		k.Identities = append(k.Identities, got...)
+		if f.OpenToOthers() {
+			logger.Warn("state: the identity file is accessible by group or others; chmod 600 it",
+				"file", path, "mode", fmt.Sprintf("%04o", f.Mode))
+		}
+		k.Identities = append(k.Identities, f.Identities...)
 	}
 	k.Identities = append(k.Identities, cfg.Identities...)
 	if len(k.Identities) == 0 {
@@ -164,80 +215,6 @@ func loadKeys(cfg Config, logger *slog.Logger) (store.Keys, error) {
 		k.Recipients = append(k.Recipients, r)
 	}
 	return k, nil
-}
-
-// stageError is an error of connectAndLock that belongs to another stage
-// than the store's.
-type stageError struct {
-	stage Stage
-	err   error
-}
-
-func (e *stageError) Error() string { return e.err.Error() }
-
-// manifestAttempts bounds how often Open connects again because another
-// process created the store's manifest while this one waited for the lock.
-const manifestAttempts = 3
-
-// connectAndLock connects to the store — its manifest is read, and the
-// identity checked, before the lock is touched (docs/adr/0021) — then takes
-// the lock, and, for a new store on a backend without conditional writes,
-// writes its manifest under the lock. When another process created the
-// manifest meanwhile, it lets the lock go and starts over.
-func connectAndLock(ctx context.Context, b backend.Backend, root string, keys store.Keys, cfg Config, logger *slog.Logger) (*store.Store, *lock.Lock, error) {
-	for attempt := 1; ; attempt++ {
-		st, err := store.Connect(ctx, b, keys, &store.ConnectOptions{Create: true,
-			Options: store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, Logger: logger, MeterProvider: cfg.MeterProvider}})
-		if errors.Is(err, envelope.ErrInvalidIdentity) || errors.Is(err, envelope.ErrInvalidRecipient) {
-			return nil, nil, &stageError{StageEnvelope, err}
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if d := st.RecipientDiff(); !d.Empty() {
-			m, _ := st.Manifest()
-			logger.Warn("state: the configured recipients differ from the store's; objects are sealed to the store's recipients. "+
-				"To change the store's set, run cairn-state rekey with the identities and recipients it should have",
-				"store_id", m.ID, "difference", d.String(),
-				"not_sealed_to", len(d.NotSealedTo), "not_configured", len(d.NotConfigured))
-		}
-		l, err := lock.Acquire(ctx, st, lock.Options{
-			InstanceID:        cfg.InstanceID,
-			HeartbeatInterval: cfg.HeartbeatInterval,
-			StaleAfter:        cfg.StaleAfter,
-			WaitForStale:      cfg.WaitForStale,
-			Logger:            logger,
-			MeterProvider:     cfg.MeterProvider,
-		})
-		if err != nil {
-			if !st.ManifestWritten() && attempt < manifestAttempts {
-				// The lock's objects may be another new store's (its id
-				// is not ours yet): look at the manifest again.
-				if again, cerr := store.Connect(ctx, b, keys, &store.ConnectOptions{Options: store.Options{Root: root, Logger: logger}}); cerr == nil {
-					if _, ok := again.Manifest(); ok {
-						continue
-					}
-				}
-			}
-			if errors.Is(err, lock.ErrHeld) {
-				err = fmt.Errorf("refusing to start: %w", err)
-			}
-			return nil, nil, &stageError{StageLock, err}
-		}
-		err = st.WithFence(l).CommitManifest(ctx)
-		if err == nil {
-			return st, l, nil
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		if rerr := l.Release(rctx); rerr != nil && !errors.Is(rerr, lock.ErrLost) {
-			logger.Warn("state: releasing the lock after the manifest could not be written", "err", rerr)
-		}
-		cancel()
-		if !errors.Is(err, store.ErrManifestChanged) || attempt >= manifestAttempts {
-			return nil, nil, err
-		}
-		logger.Info("state: another process created the store's manifest first; connecting to it", "attempt", attempt)
-	}
 }
 
 // Store returns the instance's state, fenced by the lock: once the lock is
@@ -255,14 +232,23 @@ func (i *Instance) Lock() *lock.Lock { return i.lock }
 func (i *Instance) Lost() <-chan struct{} { return i.lock.Lost() }
 
 // Context is cancelled when the lock is lost or released: derive the
-// contexts of work that writes state from it.
+// contexts of work that writes state from it. Close cancels it only after
+// the writes in flight are done. A write cut off by it (or by any context)
+// may still have landed, and its error says so; on storage with
+// conditional writes it can never land over the next holder's writes
+// (docs/lock.md).
 func (i *Instance) Context() context.Context { return i.lock.Context() }
 
 // Migrations reports what the boot's migrations did.
 func (i *Instance) Migrations() migrate.Result { return i.migrations }
 
-// Close releases the instance lock (deleting it only if it is still this
-// instance's) and stops its heartbeat. If the lock had already been lost,
+// Close releases the instance lock: it refuses new writes, waits for the
+// writes in flight (each bounded by the lock's lease), then deletes the
+// lock (only if it is still this instance's) and stops its heartbeat, so
+// that the next instance's first write comes after every write of this
+// one that was answered. If ctx ends before the writes in flight do, the
+// lock is left to go stale and Close returns an error. If the lock had
+// already been lost,
 // Close leaves the new holder's lock alone and returns an error matching
 // lock.ErrLost, so that the caller can report that its last writes may have
 // been refused. Close is idempotent: later calls return the first result.

@@ -19,7 +19,11 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -31,19 +35,6 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // identityFile writes a fresh identity to a 0600 file and returns its path
 // and recipient.
-func identityFile(t *testing.T) (string, *age.X25519Identity) {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "identity.txt")
-	if err := os.WriteFile(p, []byte("# test identity\n"+id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p, id
-}
-
 func openT(t *testing.T, cfg state.Config) *state.Instance {
 	t.Helper()
 	if cfg.Logger == nil {
@@ -59,7 +50,7 @@ func openT(t *testing.T, cfg state.Config) *state.Instance {
 
 func TestOpen_FileURL_BootsRunsMigrationsAndStoreIsFencedByTheLock(t *testing.T) {
 	ctx := context.Background()
-	idFile, _ := identityFile(t)
+	idFile, _ := testkit.IdentityFile(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	ran := 0
 	cfg := state.Config{
@@ -113,7 +104,7 @@ func TestOpen_FileURL_BootsRunsMigrationsAndStoreIsFencedByTheLock(t *testing.T)
 }
 
 func TestOpen_EachFailingStage_IsNamedInTheError(t *testing.T) {
-	idFile, id := identityFile(t)
+	idFile, id := testkit.IdentityFile(t)
 	shared := mem.New(mem.Options{})
 	holder := openT(t, state.Config{Backend: shared, Identities: []age.Identity{id}, InstanceID: "pod-a"})
 	_ = holder
@@ -164,7 +155,7 @@ func TestOpen_EachFailingStage_IsNamedInTheError(t *testing.T) {
 }
 
 func TestOpen_FailedMigration_ReleasesTheLockSoAFixedBinaryBootsAtOnce(t *testing.T) {
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	cfg := state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a", Logger: quiet(),
 		Migrations: []migrate.Migration{{ID: "0001", Up: func(context.Context, *store.Store) error { return errors.New("bug") }}}}
@@ -182,7 +173,7 @@ func TestOpen_FailedMigration_ReleasesTheLockSoAFixedBinaryBootsAtOnce(t *testin
 }
 
 func TestOpen_ContextCancelledDuringMigrations_FailsAndReleases(t *testing.T) {
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -202,14 +193,14 @@ func TestOpen_ContextCancelledDuringMigrations_FailsAndReleases(t *testing.T) {
 
 func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing.T) {
 	ctx := context.Background()
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a",
 		HeartbeatInterval: 20 * time.Millisecond, StaleAfter: time.Second})
 
 	// An operator force-breaks pod-a's lock and pod-b takes over.
 	raw := connectT(t, b, id)
-	if _, err := lock.Break(ctx, raw, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
+	if _, err := lockadmin.Break(ctx, raw, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
@@ -233,7 +224,7 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 	if !errors.Is(err, lock.ErrLost) || !strings.Contains(err.Error(), "left to its new holder") {
 		t.Fatalf("Close = %v, want lock.ErrLost", err)
 	}
-	s, err := lock.Inspect(ctx, raw, &lock.InspectOptions{StaleAfter: time.Second})
+	s, err := lockadmin.Inspect(ctx, raw, lockadmin.InspectOptions{StaleAfter: time.Second})
 	if err != nil || !s.Present || s.Record.InstanceID != "pod-b" || s.Record.AcquisitionID != other.Record().AcquisitionID {
 		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
 	}
@@ -244,13 +235,13 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 // example exit 4), not a plain "released".
 func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *testing.T) {
 	ctx := context.Background()
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "pod-a",
 		HeartbeatInterval: time.Hour, StaleAfter: 2 * time.Hour})
 
 	raw := connectT(t, b, id)
-	if _, err := lock.Break(ctx, raw, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: 2 * time.Hour}); err != nil {
+	if _, err := lockadmin.Break(ctx, raw, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
@@ -263,7 +254,7 @@ func TestClose_TakeoverNotYetNoticed_ReportsLossAndLeavesTheNewHoldersLock(t *te
 	if !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Close = %v, want an error matching lock.ErrLost", err)
 	}
-	s, err := lock.Inspect(ctx, raw, &lock.InspectOptions{StaleAfter: 2 * time.Hour})
+	s, err := lockadmin.Inspect(ctx, raw, lockadmin.InspectOptions{StaleAfter: 2 * time.Hour})
 	if err != nil || !s.Present || s.Record.AcquisitionID != other.Record().AcquisitionID {
 		t.Fatalf("lock after Close: %+v, %v; want pod-b's, untouched", s, err)
 	}
@@ -287,11 +278,14 @@ func TestOpenBackend_FileURLs(t *testing.T) {
 		{url: "file://otherhost/x", fail: "only local directories"},
 		{url: "file:///x?sync=1", fail: "no query"},
 		{url: "file:", fail: "no path"},
-		{url: "/just/a/path", fail: "unknown scheme"},
+		{url: filepath.Join(abs, "bare"), dir: filepath.Join(abs, "bare")},
+		{url: "bare/rel", dir: "bare/rel"},
+		{url: "file:~/state", fail: "not expanded"},
+		{url: "gopher://x/y", fail: "unknown scheme"},
 	}
 	for _, c := range cases {
 		t.Run(c.url, func(t *testing.T) {
-			b, root, err := state.OpenBackend(context.Background(), c.url, state.BackendOptions{Logger: quiet()})
+			b, root, err := setup.OpenBackend(context.Background(), c.url, setup.BackendOptions{Logger: quiet()})
 			if c.fail != "" {
 				if !errors.Is(err, state.ErrBadURL) || !strings.Contains(err.Error(), c.fail) {
 					t.Fatalf("err = %v, want ErrBadURL saying %q", err, c.fail)
@@ -346,7 +340,7 @@ func TestConfigFromEnv_ReadsURLIdentitiesAndRecipients(t *testing.T) {
 
 func TestOpen_ExtraRecipient_CanOpenEveryObject(t *testing.T) {
 	ctx := context.Background()
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	recovery, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +362,7 @@ func TestOpen_ExtraRecipient_CanOpenEveryObject(t *testing.T) {
 	if err := envelope.Recover("token", sealed, &got, recovery); err != nil || got.String() != "t0k3n" {
 		t.Fatalf("recovery key: %q, %v", got.String(), err)
 	}
-	if m, _ := inst.Store().Manifest(); len(m.Recipients) != 2 {
+	if m, _ := storeadmin.Manifest(inst.Store()); len(m.Recipients) != 2 {
 		t.Errorf("the store's recipients %v, want the identity's and the recovery key", m.Recipients)
 	}
 }
@@ -378,7 +372,8 @@ func TestOpen_ExtraRecipient_CanOpenEveryObject(t *testing.T) {
 func connectT(t *testing.T, b backend.Backend, id age.Identity) *store.Store {
 	t.Helper()
 	st, err := store.Connect(context.Background(), b, store.Keys{Identities: []age.Identity{id}},
-		&store.ConnectOptions{Options: store.Options{Logger: quiet()}})
+		store.ConnectOptions{Options: store.Options{Logger: quiet()}})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +394,7 @@ func assertNoLock(t *testing.T, b backend.Backend) {
 }
 
 func TestOpen_NoMigrationsConfigured_OpensStateThatAnAppMigrated(t *testing.T) {
-	_, id := identityFile(t)
+	_, id := testkit.IdentityFile(t)
 	b := mem.New(mem.Options{})
 	app := state.Config{Backend: b, Identities: []age.Identity{id}, InstanceID: "app", Logger: quiet(),
 		Migrations: []migrate.Migration{{ID: "0001", Up: func(context.Context, *store.Store) error { return nil }}}}

@@ -44,11 +44,20 @@
 //     capability as absent and calls that need it fail with
 //     [ErrUnsupported], and no operation other than ResolveCapabilities
 //     may write anything for the backend's own purposes. Wrappers forward
-//     ResolveCapabilities to the backend they wrap.
+//     ResolveCapabilities to the backend they wrap. If those capabilities
+//     can also be given instead of found (a store records them when it is
+//     created, so that later opens need not probe), implement [Adopter]
+//     too, and wrappers forward it.
+//  11. If the storage can copy an object to another key without the bytes
+//     passing through the caller, implement [Copier], with its conditions
+//     where the storage enforces them and ErrUnsupported where it does
+//     not. Wrappers implement Copier by forwarding to [Copy].
 package backend
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -89,6 +98,13 @@ type DeleteOptions struct {
 	// IfVersion, when not empty, makes the delete succeed only if the
 	// object exists with this version.
 	IfVersion string
+	// AbsentOK, with IfVersion, counts an object that is already gone as
+	// deleted: the delete then succeeds rather than failing with
+	// ErrPreconditionFailed, and a backend may skip the request that
+	// tells a missing object from one it deleted (the S3 backend's
+	// HeadObject). For a caller to whom both mean "no object of that
+	// version is left", as the lock's release (docs/adr/0055).
+	AbsentOK bool
 }
 
 // Capabilities are what a backend can do beyond the plain operations.
@@ -97,6 +113,15 @@ type Capabilities struct {
 	// conditions are enforced atomically by the storage. When false,
 	// conditional calls fail with ErrUnsupported.
 	ConditionalWrites bool
+	// CopySourceConditions reports that the backend's [Copier] enforces
+	// CopyOptions.IfSourceVersion: a conditional copy then copies exactly
+	// that version's bytes or fails. When false, such a copy fails with
+	// ErrUnsupported (or the backend has no Copier at all).
+	CopySourceConditions bool
+	// Evidence says, in a sentence, what ConditionalWrites was decided
+	// from (the S3 probe's findings, a URL that forced it, a record it
+	// was adopted from); empty for a backend whose capabilities are fixed.
+	Evidence string
 }
 
 // Backend stores opaque bytes under keys. Implementations are safe for
@@ -166,4 +191,45 @@ func ResolveCapabilities(ctx context.Context, b Backend) (Capabilities, error) {
 		return r.ResolveCapabilities(ctx)
 	}
 	return b.Capabilities(), nil
+}
+
+// ErrCapabilityMismatch means a backend was told to use capabilities
+// ([AdoptCapabilities]) other than the ones it is configured for or has
+// found: an S3 URL whose conditional= parameter forces the other lock
+// mode than the store records, or storage without the conditional writes
+// the store relies on. Nothing was changed.
+var ErrCapabilityMismatch = errors.New("the backend's capabilities differ from the ones the store records")
+
+// Adopter is implemented by backends whose capabilities are otherwise
+// found by asking the storage ([Resolver]) and that can be given them
+// instead: as a store recorded them when it was created, so that the
+// storage is not asked again by every process.
+type Adopter interface {
+	// AdoptCapabilities makes the backend report caps (and use them)
+	// without asking the storage. It fails, changing nothing, with an
+	// error wrapping ErrCapabilityMismatch when the backend's
+	// configuration forces other capabilities, or it has already found
+	// others.
+	AdoptCapabilities(caps Capabilities) error
+}
+
+// AdoptCapabilities makes b use caps, as a store recorded them: through
+// [Adopter] where b implements it (no request is sent), otherwise by
+// resolving b's own capabilities (see [ResolveCapabilities]) and checking
+// them. Conditional writes recorded but absent fail with an error
+// wrapping ErrCapabilityMismatch; conditional writes present but not
+// recorded are fine (the store uses the protocol for storage without
+// them, which holds on any storage).
+func AdoptCapabilities(ctx context.Context, b Backend, caps Capabilities) error {
+	if a, ok := b.(Adopter); ok {
+		return a.AdoptCapabilities(caps)
+	}
+	got, err := ResolveCapabilities(ctx, b)
+	if err != nil {
+		return err
+	}
+	if caps.ConditionalWrites && !got.ConditionalWrites {
+		return fmt.Errorf("%w: the store relies on conditional writes, which this backend does not have", ErrCapabilityMismatch)
+	}
+	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/store"
 	"github.com/google/uuid"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/store"
 )
 
 // maxConflicts bounds how often Acquire starts over after a conflict, an
@@ -24,8 +26,8 @@ const maxConflicts = 8
 // Acquire takes the instance lock of st, or refuses with a *HeldError
 // (errors.Is(err, ErrHeld)) naming the live holder, whose lock it leaves
 // untouched. st must be an unfenced store: the lock writes its own objects
-// through st.Internal(). ctx bounds the acquisition only; the lock, once
-// held, lives until [Lock.Release] or until it is lost.
+// through the store's reserved-name view. ctx bounds the acquisition only;
+// the lock, once held, lives until [Lock.Release] or until it is lost.
 //
 // The rules (docs/adr/0019): a lock that is stale on the storage's clock
 // (cross-checked, see the ADR), or watched unchanged for the whole stale
@@ -52,10 +54,10 @@ func Acquire(ctx context.Context, st *store.Store, opts Options) (_ *Lock, err e
 	defer m.acquisition(ctx, &err)
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock: acquire: %w", err)
 	}
-	in := st.Internal()
-	caps, err := backend.ResolveCapabilities(ctx, in.Backend())
+	in := storeadmin.Internal(st)
+	caps, err := backend.ResolveCapabilities(ctx, storeadmin.Backend(in))
 	if err != nil {
 		return nil, fmt.Errorf("lock: acquire: %w", err)
 	}
@@ -104,8 +106,10 @@ type acquirer struct {
 }
 
 // record is this process's lock record for one attempt.
-func (a *acquirer) record(acq, state string, epoch uint64) Record {
-	now := time.Now().UTC()
+// Its acquisition and heartbeat times are now, the send time its lease
+// counts from.
+func (a *acquirer) record(acq, state string, epoch uint64, now time.Time) Record {
+	now = now.UTC()
 	return Record{
 		InstanceID:        a.o.InstanceID,
 		Hostname:          a.hostname,
@@ -147,13 +151,36 @@ type takenOver struct {
 	warn   bool
 }
 
+// add folds one record's verdict into the decision: any refusal wins,
+// then any watch (the soonest recheck), else every takeover is listed.
+func (d *decision) add(e *entry, vd verdict) {
+	switch vd.kind {
+	case vRefuse:
+		if d.kind != vRefuse {
+			d.kind, d.held, d.recheck = vRefuse, vd.held, vd.recheck
+		}
+	case vWatch:
+		switch d.kind {
+		case vTake:
+			d.kind, d.held, d.recheck = vWatch, vd.held, vd.recheck
+		case vWatch:
+			d.recheck = min(d.recheck, vd.recheck)
+		}
+	case vTake:
+		d.takeovers = append(d.takeovers, takenOver{e: e, reason: vd.reason, warn: vd.warn})
+	}
+}
+
 // decide judges every record of v other than our own acquisition's (own
 // is the acquisition id of our current attempt, ignored): any live holder
 // refuses; anything undecided is watched; an intent of another live
-// acquisition makes us back off.
-func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, error) {
+// acquisition makes us back off. It is the one judgement of a look for
+// both modes: in compare-and-swap mode the lock object is judged too,
+// unless it is ours (pending names an earlier write of ours that may have
+// landed, returned as landed).
+func (a *acquirer) decide(ctx context.Context, v view, own, pending string) (d decision, landed *entry, err error) {
 	now := time.Now()
-	d := decision{kind: vTake}
+	d.kind = vTake
 	consider := func(e *entry) error {
 		if !e.read {
 			gone, err := a.scan.read(ctx, e)
@@ -165,24 +192,22 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 				// listing and the read — its epoch marker may not have
 				// been in the listing yet. Look again rather than count
 				// on from what this look saw (lock/model -DGET_404_IGNORED).
+				// The lock object of compare-and-swap mode was only
+				// replaced or deleted: its conditional write tells.
+				if e.kind == kindLock && a.mode == ModeCAS {
+					return nil
+				}
 				d.backoff = true
 				return nil
 			}
 		}
-		vd := a.judge(e, now)
-		switch vd.kind {
-		case vRefuse:
-			if d.kind != vRefuse {
-				d.kind, d.held, d.recheck = vRefuse, vd.held, vd.recheck
-			}
-		case vWatch:
-			if d.kind == vTake {
-				d.kind, d.held, d.recheck = vWatch, vd.held, vd.recheck
-			} else if d.kind == vWatch {
-				d.recheck = min(d.recheck, vd.recheck)
-			}
-		case vTake:
-			d.takeovers = append(d.takeovers, takenOver{e: e, reason: vd.reason, warn: vd.warn})
+		switch {
+		case e.kind == kindLock && e.readable && pending != "" && e.rec.AcquisitionID == pending:
+			landed = e
+		case e.kind == kindLock && e.readable && a.mine[e.rec.AcquisitionID]:
+			// An abandoned attempt of ours: ours to replace.
+		default:
+			d.add(e, a.judge(e, now))
 		}
 		return nil
 	}
@@ -190,11 +215,8 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 		if e.acq != "" && (e.acq == own || a.mine[e.acq]) {
 			continue
 		}
-		if e.kind == kindLock && a.mode == ModeCAS {
-			continue // the caller judges the object it will replace
-		}
 		if err := consider(e); err != nil {
-			return decision{}, err
+			return decision{}, nil, err
 		}
 	}
 	for _, e := range v.unknown {
@@ -203,7 +225,7 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 		a.log.Warn("state lock: an object under the lock's prefix has a name the lock does not write; judged as an unreadable lock", "object", e.name)
 		e.read, e.why = true, fmt.Errorf("%w: a name the lock does not write", errMalformed)
 		if err := consider(e); err != nil {
-			return decision{}, err
+			return decision{}, nil, err
 		}
 	}
 	confirmed := map[string]bool{}
@@ -217,28 +239,37 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (decision, er
 		if e.acq == own || a.mine[e.acq] || confirmed[e.acq] {
 			continue
 		}
-		if a.intentLive(e, now) {
-			d.backoff = true
+		live, err := a.intentLive(ctx, e, now)
+		if err != nil {
+			return decision{}, nil, err
 		}
+		d.backoff = d.backoff || live
 	}
-	return d, nil
+	return d, landed, nil
 }
 
-// intentLive reports whether an intent claim of another acquisition still
-// counts: younger than the intent window on the storage's clock, or of
-// unknown age and not yet watched for the window.
-func (a *acquirer) intentLive(e *entry, now time.Time) bool {
-	unchanged, _ := a.seen.observe(e, now)
-	if e.anomaly {
-		return unchanged < a.o.IntentWindow
+// dispatch carries out a decision that is not "go ahead": it waits for a
+// refusal (WaitForStale) or returns it, sleeps before a watched record is
+// looked at again, or backs off from a racing acquirer; nil means look
+// again. go reports a decision to go ahead (nothing done).
+func (a *acquirer) dispatch(ctx context.Context, d decision, attempt time.Duration) (goAhead bool, err error) {
+	switch {
+	case d.kind == vRefuse:
+		return false, a.wait(ctx, d)
+	case d.kind == vWatch:
+		return false, a.watch(ctx, d)
+	case d.backoff:
+		if err := a.backoff(ctx, attempt); err != nil {
+			return false, fmt.Errorf("lock: acquire: %w", err)
+		}
+		return false, nil
 	}
-	return e.age < a.o.IntentWindow && unchanged < a.o.IntentWindow
+	return true, nil
 }
 
-// nextEpoch is one above every epoch in sight: the highest marker, every
-// readable record and, on a store with no marker yet, the legacy saved
-// epoch.
-func (a *acquirer) nextEpoch(ctx context.Context, v view) (uint64, error) {
+// nextEpoch is one above every epoch in sight: the highest marker and
+// every readable record.
+func (a *acquirer) nextEpoch(v view) (uint64, error) {
 	top, from := v.maxMarker(), "epoch marker"
 	if len(v.markers) > 0 {
 		from = v.markers[len(v.markers)-1].name
@@ -248,25 +279,8 @@ func (a *acquirer) nextEpoch(ctx context.Context, v view) (uint64, error) {
 			top, from = e.rec.Epoch, e.name
 		}
 	}
-	if len(v.markers) == 0 && v.legacy != nil {
-		data, _, err := a.st.Get(ctx, legacyEpochName)
-		switch {
-		case errors.Is(err, store.ErrUnreadable):
-			a.log.Warn("state lock: the legacy saved epoch does not open; counting from what else is in sight", "object", legacyEpochName, "err", unwrapStore(err))
-		case errors.Is(err, backend.ErrNotFound):
-		case err != nil:
-			return 0, fmt.Errorf("lock: read %s: %w", legacyEpochName, err)
-		default:
-			n, derr := decodeLegacyEpoch(data)
-			if derr != nil {
-				a.log.Warn("state lock: the legacy saved epoch is not an epoch record; counting from what else is in sight", "object", legacyEpochName, "err", derr)
-			} else if n > top {
-				top, from = n, legacyEpochName
-			}
-		}
-	}
 	if top == math.MaxUint64 {
-		return 0, fmt.Errorf("lock: acquire: %s holds epoch %d, the largest there is; remove it if it was written by hand: %w", from, top, ErrEpochExhausted)
+		return 0, fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", from, top, ErrEpochExhausted)
 	}
 	return top + 1, nil
 }
@@ -279,13 +293,13 @@ func (a *acquirer) writeMarker(ctx context.Context, e uint64, acq string) error 
 		return err
 	}
 	var po store.PutOptions
-	if a.st.ConditionalWrites() {
+	if storeadmin.ConditionalWrites(a.st) {
 		po.IfAbsent = true
 	}
 	rctx, cancel := a.request(ctx)
 	defer cancel()
 	if _, err := a.st.Put(rctx, markerName(e), data, po); err != nil {
-		return fmt.Errorf("lock: write epoch marker %d: %w", e, err)
+		return fmt.Errorf("write epoch marker %d: %w", e, err)
 	}
 	return nil
 }
@@ -350,7 +364,7 @@ func (a *acquirer) watch(ctx context.Context, d decision) error {
 }
 
 func waitErr(ctx context.Context, held *HeldError) error {
-	return fmt.Errorf("lock: waiting for %s to release the lock or go stale: %w (last seen: %w)", held.holderName(), context.Cause(ctx), held)
+	return fmt.Errorf("lock: acquire: waiting for %s to release the lock or go stale: %w (last seen: %w)", held.holderName(), context.Cause(ctx), held)
 }
 
 // logTakeovers reports what the acquisition replaced.

@@ -5,11 +5,11 @@ import (
 	"log/slog"
 	"testing"
 
-	"filippo.io/age"
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -32,15 +32,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			id, err := age.GenerateX25519Identity()
-			if err != nil {
-				b.Fatal(err)
-			}
-			env, err := envelope.New([]age.Identity{id}, nil, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			st, err := store.Open(bc.new(b), env, store.Options{})
+			env := testkit.Envelope(b)
+			st, err := storeadmin.Open(bc.new(b), env, store.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cairnhq/state/backend"
@@ -26,75 +27,42 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 		conflicts int
 		pending   *pendingWrite
 	)
+	// retry counts a failed step and says whether to start over: not when
+	// the context ended or the error is one no retry mends.
+	retry := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("lock: acquire: %w", context.Cause(ctx))
+		}
+		if permanent(err) {
+			return fmt.Errorf("lock: acquire: %w", err)
+		}
+		lastErr = err
+		conflicts++
+		return nil
+	}
 	for conflicts < maxConflicts {
 		start := time.Now()
 		v, err := a.scan.scan(ctx)
 		if err != nil {
-			if ctx.Err() != nil || permanent(err) {
+			if err := retry(err); err != nil {
 				return nil, err
 			}
-			lastErr = err
-			conflicts++
 			continue
 		}
-		d, err := a.decide(ctx, v, "")
+		var pendingAcq string
+		if pending != nil {
+			pendingAcq = pending.acq
+		}
+		d, landed, err := a.decide(ctx, v, "", pendingAcq)
 		if err != nil {
-			if ctx.Err() != nil || permanent(err) {
+			if err := retry(err); err != nil {
 				return nil, err
 			}
-			lastErr = err
-			conflicts++
 			continue
 		}
-		// The lock object itself: ours (an earlier write of ours landed),
-		// or judged like any other record.
-		var landed *entry
-		if e := v.lock; e != nil && d.kind != vRefuse {
-			gone, err := a.scan.read(ctx, e)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, err
-				}
-				lastErr = err
-				conflicts++
-				continue
-			}
-			switch {
-			case gone:
-				v.lock = nil
-			case e.readable && pending != nil && e.rec.AcquisitionID == pending.acq:
-				landed = e
-			case e.readable && a.mine[e.rec.AcquisitionID]:
-				// An abandoned attempt of ours: ours to replace.
-			default:
-				vd := a.judge(e, time.Now())
-				switch vd.kind {
-				case vRefuse:
-					d.kind, d.held, d.recheck = vRefuse, vd.held, vd.recheck
-				case vWatch:
-					if d.kind == vTake {
-						d.kind, d.held, d.recheck = vWatch, vd.held, vd.recheck
-					}
-				case vTake:
-					d.takeovers = append(d.takeovers, takenOver{e: e, reason: vd.reason, warn: vd.warn})
-				}
-			}
-		}
-		switch {
-		case d.kind == vRefuse:
-			if err := a.wait(ctx, d); err != nil {
-				return nil, err
-			}
-			continue
-		case d.kind == vWatch:
-			if err := a.watch(ctx, d); err != nil {
-				return nil, err
-			}
-			continue
-		case d.backoff:
-			if err := a.backoff(ctx, time.Since(start)); err != nil {
-				return nil, fmt.Errorf("lock: acquire: %w", err)
-			}
+		if goAhead, err := a.dispatch(ctx, d, time.Since(start)); err != nil {
+			return nil, err
+		} else if !goAhead {
 			continue
 		}
 
@@ -107,57 +75,54 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 			rec, info, sent = landed.rec, landed.info, pending.sent
 			a.log.Info("state lock: our earlier write had landed", "epoch", rec.Epoch)
 		} else {
-			e, err := a.nextEpoch(ctx, v)
+			e, err := a.nextEpoch(v)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("lock: acquire: %w", err)
 			}
 			acq := newAcquisitionID()
-			rec = a.record(acq, StateHeld, e)
+			sent = time.Now()
+			rec = a.record(acq, StateHeld, e, sent)
 			data, err := rec.encode()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("lock: acquire: %w", err)
 			}
 			var po store.PutOptions
-			if v.lock != nil {
+			if v.lock != nil && !v.lock.gone {
 				po.IfVersion = v.lock.info.Version
 			} else {
 				po.IfAbsent = true
 			}
-			sent = time.Now()
 			rctx, cancel := a.request(ctx)
 			info, err = a.st.Put(rctx, Name, data, po)
 			cancel()
+			a.mine[acq] = true
 			if err != nil {
-				switch {
-				case ctx.Err() != nil:
-					return nil, fmt.Errorf("lock: acquire: %w", ctx.Err())
-				case permanent(err):
-					return nil, fmt.Errorf("lock: acquire: %w", err)
-				case !errors.Is(err, backend.ErrPreconditionFailed):
+				if !errors.Is(err, backend.ErrPreconditionFailed) && !permanent(err) && ctx.Err() == nil {
 					a.log.Warn("state lock write failed; looking again", "err", err)
 				}
 				// Someone else wrote in between, or our write landed and
 				// a retry reported the conflict: the next look tells.
-				pending, lastErr = &pendingWrite{acq: acq, sent: sent}, err
-				a.mine[acq] = true
-				conflicts++
+				pending = &pendingWrite{acq: acq, sent: sent}
+				if err := retry(err); err != nil {
+					return nil, err
+				}
 				continue
 			}
-			a.mine[acq] = true
 		}
 		pending = nil
 
 		// The marker, then a second look: a higher marker means a whole
 		// acquire–release cycle of another ran between our first look and
-		// our write (or a break); a live claim means a claims-mode
-		// instance on the same store.
+		// our write (or a break); a live or watched claim means a
+		// claims-mode instance on the same store.
 		if err := a.writeMarker(ctx, rec.Epoch, rec.AcquisitionID); err != nil {
 			a.abandon(ctx, info.Version, rec.Epoch, err)
-			if permanent(err) && !errors.Is(err, backend.ErrPreconditionFailed) {
-				return nil, fmt.Errorf("lock: acquire: %w", err)
+			if errors.Is(err, backend.ErrPreconditionFailed) {
+				err = fmt.Errorf("%w (another acquisition confirmed this epoch)", err)
 			}
-			lastErr = err
-			conflicts++
+			if err := retry(err); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		v2, err := a.scan.scan(ctx)
@@ -165,18 +130,20 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 			err = fmt.Errorf("epoch marker %d above ours (%d) appeared meanwhile", v2.maxMarker(), rec.Epoch)
 		}
 		if err == nil {
+			// The lock object is ours, just written: the claims are what
+			// this look judges.
 			var d2 decision
-			if d2, err = a.decide(ctx, v2, ""); err == nil && (d2.kind == vRefuse || d2.backoff) {
+			post := v2
+			post.lock = nil
+			if d2, _, err = a.decide(ctx, post, "", ""); err == nil && (d2.kind != vTake || d2.backoff) {
 				err = errors.New("a claims-mode instance is acquiring or holds the lock on this store")
 			}
 		}
 		if err != nil {
 			a.abandon(ctx, info.Version, rec.Epoch, err)
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("lock: acquire: %w", ctx.Err())
+			if err := retry(err); err != nil {
+				return nil, err
 			}
-			lastErr = err
-			conflicts++
 			if err := a.backoff(ctx, time.Since(start)); err != nil {
 				return nil, fmt.Errorf("lock: acquire: %w", err)
 			}
@@ -202,8 +169,8 @@ func (a *acquirer) abandon(ctx context.Context, version string, epoch uint64, wh
 }
 
 // cleanupList names what the new holder deletes once it holds the lock:
-// epoch markers below its own, the legacy saved epoch, dead intents,
-// stale held claims, and our own leftover claims other than keep.
+// epoch markers below its own, dead intents, stale held claims, and our
+// own leftover claims other than keep.
 func (a *acquirer) cleanupList(v view, rec Record, keep string) []string {
 	var out []string
 	for _, m := range v.markers {
@@ -211,12 +178,9 @@ func (a *acquirer) cleanupList(v view, rec Record, keep string) []string {
 			out = append(out, m.name)
 		}
 	}
-	if v.legacy != nil {
-		out = append(out, legacyEpochName)
-	}
 	now := time.Now()
 	for _, e := range v.intents {
-		if a.mine[e.acq] || !a.intentLive(e, now) {
+		if a.mine[e.acq] || a.intentDead(e, now) {
 			out = append(out, e.name)
 		}
 	}
@@ -235,4 +199,21 @@ func (a *acquirer) cleanupList(v view, rec Record, keep string) []string {
 		}
 	}
 	return out
+}
+
+// deleteAll deletes names, each request bounded by ctx, and returns the
+// first failure (an object already gone is not one); the callers that
+// clean up ignore it (a leftover is deleted at a later look, or judged like
+// any other object). It is the one delete of lists of the lock's objects.
+func deleteAll(ctx context.Context, st *store.Store, log *slog.Logger, names ...string) error {
+	var first error
+	for _, name := range names {
+		if err := st.Delete(ctx, name, store.DeleteOptions{}); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			log.Debug("state lock: could not delete a lock object", "object", name, "err", err)
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/store"
 )
 
@@ -41,17 +40,9 @@ func (a *acquirer) acquireClaims(ctx context.Context) (*Lock, error) {
 			a.log.Warn("state lock: acquisition attempt failed; starting over", "err", err)
 			lastErr = err
 			conflicts++
-		case d.kind == vRefuse:
-			if err := a.wait(ctx, d); err != nil {
+		default:
+			if _, err := a.dispatch(ctx, d, time.Since(start)); err != nil {
 				return nil, err
-			}
-		case d.kind == vWatch:
-			if err := a.watch(ctx, d); err != nil {
-				return nil, err
-			}
-		case d.backoff:
-			if err := a.backoff(ctx, time.Since(start)); err != nil {
-				return nil, fmt.Errorf("lock: acquire: %w", err)
 			}
 		}
 	}
@@ -81,32 +72,31 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 		return info, err
 	}
 
-	rec := a.record(acq, StateIntent, 0)
+	rec := a.record(acq, StateIntent, 0, time.Now())
 	intent, err := put(intentName(acq), rec)
 	if err != nil {
-		return nil, decision{}, false, fmt.Errorf("lock: write intent: %w", err)
+		return nil, decision{}, false, fmt.Errorf("write intent: %w", err)
 	}
 	v, err := a.scan.scan(dctx)
 	if err != nil {
 		return nil, decision{}, false, err
 	}
 	v.ageIntentsAt(intent.Now)
-	if d, err = a.decide(dctx, v, acq); err != nil {
+	if d, _, err = a.decide(dctx, v, acq, ""); err != nil {
 		return nil, decision{}, false, err
 	}
 	if d.kind != vTake || d.backoff {
 		return nil, d, false, nil
 	}
-	e, err := a.nextEpoch(dctx, v)
+	e, err := a.nextEpoch(v)
 	if err != nil {
 		return nil, decision{}, false, err
 	}
-	rec.State, rec.Epoch = StateHeld, e
-	rec.Heartbeat = time.Now().UTC()
 	sent := time.Now()
+	rec.State, rec.Epoch, rec.Heartbeat = StateHeld, e, sent.UTC()
 	info, err := put(heldName(acq), rec)
 	if err != nil {
-		return nil, decision{}, true, fmt.Errorf("lock: confirm: %w", err)
+		return nil, decision{}, true, fmt.Errorf("confirm: %w", err)
 	}
 	// Confirmed before the deadline: nobody can have judged our intent
 	// dead. The marker before the fence opens: whoever comes next counts
@@ -128,12 +118,7 @@ func (a *acquirer) dropAttempt(ctx context.Context, acq string, confirmTried boo
 	if confirmTried {
 		names = append(names, heldName(acq))
 	}
-	for _, name := range names {
-		rctx, cancel := a.request(context.WithoutCancel(ctx))
-		err := a.st.Delete(rctx, name, store.DeleteOptions{})
-		cancel()
-		if err != nil && !errors.Is(err, backend.ErrNotFound) {
-			a.log.Debug("state lock: could not delete a claim of a failed attempt", "claim", name, "err", err)
-		}
-	}
+	rctx, cancel := a.request(context.WithoutCancel(ctx))
+	defer cancel()
+	_ = deleteAll(rctx, a.st, a.log, names...)
 }

@@ -10,30 +10,12 @@ import (
 	"sync"
 	"testing"
 
-	"filippo.io/age"
-	"github.com/cairnhq/state/backend/fault"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
-
-func envelopeStore(t *testing.T, f *fault.Backend) *store.Store {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(f, env, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 // A lock sealed to a key this process does not hold (an identity rotation,
 // another deployment) is judged by its age: refused while fresh, saying
@@ -42,14 +24,14 @@ func envelopeStore(t *testing.T, f *fault.Backend) *store.Store {
 func TestAcquire_LockSealedToAnotherKey_RefusedWhileFreshWithoutRetry(t *testing.T) {
 	ctx := context.Background()
 	f := fault.New(mem.New(mem.Options{}))
-	other := envelopeStore(t, f)
+	other := testkit.Store(t, f, store.Options{})
 	l, err := lock.Acquire(ctx, other, lock.Options{InstanceID: "pod-a", Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
 
-	ours := envelopeStore(t, f)
+	ours := testkit.Store(t, f, store.Options{})
 	var mu sync.Mutex
 	gets := map[string]int{}
 	f.SetHook(func(_ context.Context, c fault.Call) error {

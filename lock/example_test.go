@@ -7,8 +7,8 @@ import (
 	"log/slog"
 
 	"filippo.io/age"
+
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -19,8 +19,7 @@ import (
 func ExampleAcquire() {
 	ctx := context.Background()
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil, nil)
-	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
+	st, _ := store.Connect(ctx, mem.New(mem.Options{}), store.Keys{Identities: []age.Identity{id}}, store.ConnectOptions{Create: true})
 	quiet := slog.New(slog.DiscardHandler)
 
 	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: quiet})
@@ -54,29 +53,4 @@ func ExampleAcquire() {
 	// second instance refused: held by "pod-a"
 	// same id again refused: a duplicate instance id
 	// write after release refused: true
-}
-
-// Inspect shows an operator who holds the lock, without changing it.
-func ExampleInspect() {
-	ctx := context.Background()
-	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil, nil)
-	st, _ := store.Open(mem.New(mem.Options{NoConditionalWrites: true}), env, store.Options{})
-
-	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer l.Release(ctx)
-	s, err := lock.Inspect(ctx, st, nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Printf("holder=%s %s, mode %s, epoch %d\n", s.Record.InstanceID, s.Liveness, s.Mode, s.Record.Epoch)
-	fmt.Println("a boot with another id would:", s.NextBoot[:len("refuse to start")])
-	// Output:
-	// holder=pod-a live, mode claims, epoch 1
-	// a boot with another id would: refuse to start
 }

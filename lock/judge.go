@@ -1,8 +1,11 @@
 package lock
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	"github.com/cairnhq/state/internal/lockhook"
 )
 
 // verdictKind is what the rules say about one record.
@@ -21,9 +24,9 @@ const (
 // verdict is the judgement of one record.
 type verdict struct {
 	kind    verdictKind
-	label   Liveness // what the record's holder is judged to be
-	reason  string   // why it may be taken over (vTake)
-	warn    bool     // log the takeover as a warning (unreadable lock)
+	label   lockhook.Liveness // what the record's holder is judged to be
+	reason  string            // why it may be taken over (vTake)
+	warn    bool              // log the takeover as a warning (unreadable lock)
 	held    *HeldError
 	recheck time.Duration // vWatch, and the refusal's polling interval
 }
@@ -54,53 +57,60 @@ func (w watcher) observe(e *entry, now time.Time) (unchanged time.Duration, chan
 	return now.Sub(s.first), s.changes
 }
 
-// judge applies the rules of docs/adr/0019 to a record found on the store
-// that is not ours: the lock object, or another acquisition's held claim.
-// e must have been read.
+// judge applies the rules of docs/adr/0019 and 0028 to a record found on
+// the store that is not ours: the lock object, or another acquisition's
+// held claim. e must have been read.
+//
+// No takeover rests on one machine's clock (docs/adr/0028): a record is
+// stale when this process watched it unchanged for the whole window on its
+// own monotonic clock, or when it is older than the window both on the
+// storage's clock and on a second, independent one — the holder's own
+// heartbeat stamp read against this process's wall clock, which must agree
+// with the holder's within the window's margin. When the two disagree (a
+// storage clock stepped forward, a Garage node skewed), it is watched.
 func (a *acquirer) judge(e *entry, now time.Time) verdict {
 	unchanged, changes := a.seen.observe(e, now)
 	if !e.readable {
 		return a.judgeUnreadable(e, unchanged)
 	}
 	rec := e.rec
-	window := max(a.o.StaleAfter, rec.StaleAfter)
+	window := a.window(e)
 	hb := rec.HeartbeatInterval
 	if hb <= 0 {
 		hb = a.o.HeartbeatInterval
 	}
 	held := a.heldError(e, window, unchanged)
-	refuse := verdict{kind: vRefuse, label: Live, held: held, recheck: a.o.poll(min(hb, max(held.StaleIn, time.Millisecond)))}
+	refuse := verdict{kind: vRefuse, label: lockhook.Live, held: held, recheck: a.o.poll(min(hb, max(held.StaleIn, time.Millisecond)))}
 	who := fmt.Sprintf("%q (pid %d on %s)", rec.InstanceID, rec.PID, rec.Hostname)
 
 	// Stale: watched unchanged for the whole window on our own clock, or
 	// old on the storage's clock and confirmed by a second clock.
 	if unchanged >= window {
-		return verdict{kind: vTake, label: Stale, reason: fmt.Sprintf("it was stale: %s has not refreshed it for %s of watching, stale after %s", who, roundAge(unchanged), window)}
+		return verdict{kind: vTake, label: lockhook.Stale, reason: fmt.Sprintf("it was stale: %s has not refreshed it for %s of watching, stale after %s", who, roundAge(unchanged), window)}
 	}
 	if !e.anomaly && e.age >= window {
-		ownClockAge := now.Round(0).Sub(rec.Heartbeat)
-		switch {
-		case ownClockAge >= window-hb:
-			return verdict{kind: vTake, label: Stale, reason: fmt.Sprintf("it was stale: %s last refreshed it %s ago, stale after %s", who, roundAge(e.age), window)}
-		case unchanged >= a.o.missedHeartbeat(hb):
-			return verdict{kind: vTake, label: Stale, reason: fmt.Sprintf("it was stale: %s last refreshed it %s ago on the storage's clock and did not refresh it for %s of watching", who, roundAge(e.age), roundAge(unchanged))}
+		if now.Round(0).Sub(rec.Heartbeat) >= window {
+			return verdict{kind: vTake, label: lockhook.Stale, reason: fmt.Sprintf("it was stale: %s last refreshed it %s ago, stale after %s", who, roundAge(e.age), window)}
 		}
 		// Old on the storage's clock, young by its own heartbeat: a
-		// forward step of the storage clock, or skewed clocks. Watch it
-		// for one heartbeat: a live holder refreshes it, and one that was
-		// refreshed while we watched is live.
+		// forward step of the storage clock, skewed storage nodes, or a
+		// holder whose clock is ahead. Watch it: a live holder refreshes
+		// it (then it is refused below), a dead one is taken over once
+		// watched unchanged for the window. Watching for a heartbeat and a
+		// half would throw out a live holder that is merely suspended
+		// (lock/model -DOTHER_ID_MISSED_HB).
 		if changes == 0 {
-			return verdict{kind: vWatch, label: Watching, held: held, recheck: a.o.poll(hb)}
+			return verdict{kind: vWatch, label: lockhook.Watching, held: held, recheck: a.o.poll(hb)}
 		}
 	}
 
 	switch l := probeHolder(a.self, a.hostname, rec); l {
 	case dead, reused:
-		return verdict{kind: vTake, label: Dead, reason: fmt.Sprintf("its holder %s is gone (%s)", who, l)}
+		return verdict{kind: vTake, label: lockhook.Dead, reason: fmt.Sprintf("its holder %s is gone (%s)", who, l)}
 	case alive:
 		held.Duplicate = rec.InstanceID == a.o.InstanceID
 		if held.Duplicate {
-			refuse.label = Duplicate
+			refuse.label = lockhook.Duplicate
 		}
 		return refuse
 	}
@@ -115,13 +125,60 @@ func (a *acquirer) judge(e *entry, now time.Time) verdict {
 	// unchanged counts from the last change either way.
 	if changes > 1 {
 		held.Duplicate = true
-		refuse.label = Duplicate
+		refuse.label = lockhook.Duplicate
 		return refuse
 	}
 	if unchanged >= a.o.missedHeartbeat(hb) {
-		return verdict{kind: vTake, label: MissedHeartbeat, reason: fmt.Sprintf("it was held by this instance id (%s) and missed a heartbeat: not refreshed for %s of watching, heartbeat every %s", who, roundAge(unchanged), hb)}
+		return verdict{kind: vTake, label: lockhook.MissedHeartbeat, reason: fmt.Sprintf("it was held by this instance id (%s) and missed a heartbeat: not refreshed for %s of watching, heartbeat every %s", who, roundAge(unchanged), hb)}
 	}
-	return verdict{kind: vWatch, label: Watching, held: heldAsDuplicate(held), recheck: a.o.poll(hb)}
+	return verdict{kind: vWatch, label: lockhook.Watching, held: heldAsDuplicate(held), recheck: a.o.poll(hb)}
+}
+
+// intentLive reports whether an intent claim of another acquisition still
+// counts. It is dead once watched unchanged for the intent window on this
+// process's clock, or once older than the window both on the storage's
+// clock and on the second clock, its writer's stamp (read from its
+// content, which is read only when the storage says old) against ours —
+// never on the storage's clock alone (docs/adr/0028; lock/model
+// -DINTENT_STORAGE_AGE).
+func (a *acquirer) intentLive(ctx context.Context, e *entry, now time.Time) (bool, error) {
+	unchanged, _ := a.seen.observe(e, now)
+	if unchanged >= a.o.IntentWindow {
+		return false, nil
+	}
+	if e.anomaly || e.age < a.o.IntentWindow {
+		return true, nil
+	}
+	if !e.read {
+		gone, err := a.scan.read(ctx, e)
+		if err != nil {
+			return false, err
+		}
+		if gone {
+			// Deleted since the listing: its acquirer may have confirmed
+			// after the listing read the held claims (lock/model
+			// -DGET_404_IGNORED). Live: look again.
+			return true, nil
+		}
+	}
+	return !e.readable || now.Round(0).Sub(e.rec.Heartbeat) < a.o.IntentWindow, nil
+}
+
+// intentDead is intentLive without reading: dead only when what is already
+// known says so (clean-up uses it).
+func (a *acquirer) intentDead(e *entry, now time.Time) bool {
+	unchanged, _ := a.seen.observe(e, now)
+	return unchanged >= a.o.IntentWindow ||
+		e.read && e.readable && !e.anomaly && e.age >= a.o.IntentWindow && now.Round(0).Sub(e.rec.Heartbeat) >= a.o.IntentWindow
+}
+
+// window is the stale window a record is judged by: the longer of ours and
+// the one its holder recorded, which counts up to maxStaleAfter.
+func (a *acquirer) window(e *entry) time.Duration {
+	if e.readable {
+		return max(a.o.StaleAfter, min(e.rec.StaleAfter, maxStaleAfter))
+	}
+	return a.o.StaleAfter
 }
 
 // heldAsDuplicate marks a refusal as a duplicate (what the refusal will be
@@ -133,10 +190,10 @@ func heldAsDuplicate(h *HeldError) *HeldError {
 }
 
 // judgeUnreadable judges a record that does not open (another key,
-// garbage, a corrupt object file) by its age alone: refused while fresh,
-// taken over with a warning once stale; "stale" on the storage's clock
-// needs one heartbeat of watching too, since no heartbeat field can
-// confirm it.
+// garbage, a corrupt object file): refused while fresh on the storage's
+// clock, watched once old there, and taken over with a warning once
+// watched unchanged for the window — no heartbeat field can confirm the
+// storage's clock, and a second clock is what a takeover needs.
 func (a *acquirer) judgeUnreadable(e *entry, unchanged time.Duration) verdict {
 	window := a.o.StaleAfter
 	held := a.heldError(e, window, unchanged)
@@ -146,13 +203,11 @@ func (a *acquirer) judgeUnreadable(e *entry, unchanged time.Duration) verdict {
 	}
 	switch {
 	case unchanged >= window:
-		return verdict{kind: vTake, label: UnreadableStale, warn: true, reason: fmt.Sprintf("%s is unreadable (%s) and was not rewritten for %s of watching, stale after %s", e.name, why, roundAge(unchanged), window)}
-	case !e.anomaly && e.age >= window && unchanged >= a.o.missedHeartbeat(0):
-		return verdict{kind: vTake, label: UnreadableStale, warn: true, reason: fmt.Sprintf("%s is unreadable (%s) and stale: last written %s ago, stale after %s", e.name, why, roundAge(e.age), window)}
+		return verdict{kind: vTake, label: lockhook.UnreadableStale, warn: true, reason: fmt.Sprintf("%s is unreadable (%s) and was not rewritten for %s of watching, stale after %s", e.name, why, roundAge(unchanged), window)}
 	case !e.anomaly && e.age >= window:
-		return verdict{kind: vWatch, label: Watching, held: held, recheck: a.o.poll(0)}
+		return verdict{kind: vWatch, label: lockhook.Watching, held: held, recheck: a.o.poll(0)}
 	}
-	return verdict{kind: vRefuse, label: Unreadable, held: held, recheck: a.o.poll(min(a.o.HeartbeatInterval, max(held.StaleIn, time.Millisecond)))}
+	return verdict{kind: vRefuse, label: lockhook.Unreadable, held: held, recheck: a.o.poll(min(a.o.HeartbeatInterval, max(held.StaleIn, time.Millisecond)))}
 }
 
 // heldError is the refusal of e, judged with window.
@@ -173,35 +228,3 @@ func (a *acquirer) heldError(e *entry, window, unchanged time.Duration) *HeldErr
 	}
 	return h
 }
-
-// Liveness is how the lock's rules judge a holder, for operators
-// ([Inspect]).
-type Liveness string
-
-// The judgements of a holder.
-const (
-	// Live: refreshed within the stale window by a holder that is (or may
-	// be) running; a boot with another instance id is refused.
-	Live Liveness = "live"
-	// Duplicate: live, with the judge's own instance id.
-	Duplicate Liveness = "duplicate"
-	// Stale: not refreshed for the stale window; taken over.
-	Stale Liveness = "stale"
-	// Dead: its holder ran on this host and is gone (or its PID now
-	// belongs to another process); taken over at once.
-	Dead Liveness = "dead"
-	// MissedHeartbeat: our instance id from a PID space we cannot probe,
-	// and not refreshed for one heartbeat and a half of watching; taken
-	// over.
-	MissedHeartbeat Liveness = "missed heartbeat"
-	// Unreadable: it does not open with this process's keys and is not
-	// stale yet; refused.
-	Unreadable Liveness = "unreadable"
-	// UnreadableStale: it does not open and is stale; taken over with a
-	// warning.
-	UnreadableStale Liveness = "unreadable, stale"
-	// Watching: not decided yet; the lock watches it for a heartbeat
-	// (storage clock and holder's clock disagree, or our instance id from
-	// a PID space we cannot probe).
-	Watching Liveness = "watching"
-)

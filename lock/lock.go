@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -26,10 +27,10 @@ const (
 // Lock is a held instance lock. A goroutine refreshes it every
 // HeartbeatInterval until [Lock.Release] or until the lock is lost.
 //
-// Its fence (docs/adr/0019) is open while less than 1.25 heartbeat
+// Its fence (docs/adr/0019, 0027) is open while less than 1.25 heartbeat
 // intervals have passed since the send time of its last confirmed write:
-// [Lock.Err] is nil and fenced store views write, each write bounded by
-// [Lock.Deadline]. After that the lock is suspended — Err matches
+// [Lock.Err] is nil and fenced store views write, each write admitted by
+// [Lock.Enter] and bounded by [Lock.Deadline]. After that the lock is suspended — Err matches
 // [ErrSuspended], writes are refused, the heartbeat keeps trying and a
 // confirmed heartbeat reopens the fence — until the stale window less its
 // margin has passed, when it is lost. Loss (that, or a heartbeat that finds
@@ -46,9 +47,14 @@ type Lock struct {
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	lostCh chan struct{}
-	stop   chan struct{} // closed by Release: the heartbeat must end
-	done   chan struct{} // closed when the heartbeat goroutine has ended
+	// hb bounds the heartbeat's requests: cancelled on loss, and by a
+	// Release whose context ends before the heartbeat in flight does,
+	// without cancelling ctx (the application's writes are drained).
+	hb       context.Context
+	hbCancel context.CancelFunc
+	lostCh   chan struct{}
+	stop     chan struct{} // closed by Release: the heartbeat must end
+	done     chan struct{} // closed when the heartbeat goroutine has ended
 
 	stopOnce sync.Once
 
@@ -62,9 +68,14 @@ type Lock struct {
 	// can judge it stale, or watch it miss a heartbeat, any earlier.
 	confirmed time.Time
 	// suspended records that the fence closed at some point since the
-	// last confirmed write (claims mode must then re-check like an
-	// acquirer before it reopens).
+	// last confirmed write (a heartbeat must then re-check before it
+	// reopens; lapsedLocked is the one place that decides).
 	suspended bool
+	// inflight counts the fenced writes admitted by Enter and not done;
+	// drained is closed once Release has closed the fence and inflight
+	// is zero.
+	inflight int
+	drained  chan struct{}
 	// cleanup are objects the acquisition left for the holder to delete
 	// (lower epoch markers, dead claims); the heartbeat goroutine deletes
 	// them first, and Release waits for that.
@@ -83,7 +94,11 @@ type Lock struct {
 
 func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
+	hb, hbCancel := context.WithCancel(context.Background())
 	l := &Lock{
+		hb:        hb,
+		hbCancel:  hbCancel,
+		drained:   make(chan struct{}),
 		st:        a.st,
 		scan:      a.scan,
 		o:         a.o,
@@ -127,7 +142,7 @@ func (l *Lock) Mode() Mode { return l.mode }
 // as the migration runner, checks it so that a lock held on one store does
 // not license writes to another.
 func (l *Lock) Guards(st *store.Store) bool {
-	return st != nil && st.KeyPrefix() == l.st.KeyPrefix() && sameBackend(st.Backend(), l.st.Backend())
+	return st != nil && storeadmin.KeyPrefix(st) == storeadmin.KeyPrefix(l.st) && sameBackend(storeadmin.Backend(st), storeadmin.Backend(l.st))
 }
 
 // sameBackend compares two backends by identity; a backend of a
@@ -172,13 +187,47 @@ func (l *Lock) Deadline() (time.Time, bool) {
 	return l.confirmed.Add(l.o.lease()), true
 }
 
+// Enter admits one fenced write (store.Fence): it fails as Err does when
+// the fence is not open, and otherwise counts the write as in flight until
+// done is called. [Lock.Release] closes the fence, then waits for every
+// admitted write to be done before it deletes the lock, so that a write
+// that began before Release cannot land after the next holder's first
+// write (docs/adr/0026).
+func (l *Lock) Enter() (done func(), err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != held {
+		return nil, l.err
+	}
+	if err := l.checkLeaseLocked(time.Now()); err != nil {
+		return nil, err
+	}
+	l.inflight++
+	var once sync.Once
+	return func() { once.Do(l.leave) }, nil
+}
+
+// leave ends one admitted write.
+func (l *Lock) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inflight--
+	if l.inflight == 0 && l.state == released {
+		close(l.drained)
+	}
+}
+
 // Lost returns a channel that is closed when the lock is lost (not when it
 // is released).
 func (l *Lock) Lost() <-chan struct{} { return l.lostCh }
 
 // Context returns a context that is cancelled when the lock is lost or
 // released; context.Cause tells which (a *LostError or ErrReleased). Work
-// that must stop with the lock runs under it.
+// that must stop with the lock runs under it. Release cancels it only
+// after the fenced writes in flight are done. A write cut off by this
+// context (or any other) may still have landed: its error says so, and on
+// storage with conditional writes it cannot land over a later holder's
+// write (docs/adr/0026).
 func (l *Lock) Context() context.Context {
 	l.Err() // a lease that ran out while nobody looked cancels now
 	return l.ctx
@@ -215,6 +264,7 @@ func (l *Lock) loseLocked(err *LostError) {
 	l.m.lost(err.cause)
 	close(l.lostCh)
 	l.cancel(err)
+	l.hbCancel()
 	attrs := []any{"epoch", l.rec.Epoch, "reason", err.Reason}
 	if err.Holder != nil {
 		attrs = append(attrs, "new_holder", err.Holder.InstanceID, "new_holder_pid", err.Holder.PID, "new_epoch", err.Holder.Epoch)
@@ -228,11 +278,46 @@ func (l *Lock) lose(err *LostError) {
 	l.loseLocked(err)
 }
 
+// lapsedLocked decides whether the fence has closed since the last
+// confirmed write, as of now: Err saw the lease run out, or it has run out
+// by now. It is the one place that decides "suspended", for both modes,
+// and a heartbeat asks it after its last request's answer, right before it
+// confirms (the models decide there; deciding before the PUT lets a
+// heartbeat that outlived the lease reopen unchecked, lock/model
+// -DSUSPEND_AT_SEND).
+func (l *Lock) lapsedLocked(now time.Time) bool {
+	return l.suspended || l.elapsedLocked(now) >= l.o.lease()
+}
+
+// confirmFresh confirms a heartbeat's write, sent at sent, unless the
+// fence has lapsed since the last confirmed write: then it returns false
+// and the caller checks that nobody held the lock meanwhile before it
+// calls confirm.
+func (l *Lock) confirmFresh(sent time.Time, rec Record, version string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lapsedLocked(time.Now()) {
+		return false
+	}
+	l.confirmLocked(sent, rec, version)
+	return true
+}
+
 // confirm records a write that is known to be on the store, sent at sent;
 // the fence reopens.
 func (l *Lock) confirm(sent time.Time, rec Record, version string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.confirmLocked(sent, rec, version)
+}
+
+func (l *Lock) confirmLocked(sent time.Time, rec Record, version string) {
+	if l.state == released {
+		// A heartbeat that Release waited for: its version is what the
+		// release's conditional delete needs.
+		l.rec, l.version = rec, version
+		return
+	}
 	if l.state != held {
 		return
 	}
@@ -271,7 +356,7 @@ func (l *Lock) heartbeat() {
 			if l.Err(); l.isOver() {
 				return
 			}
-			wait := l.o.HeartbeatInterval
+			var wait time.Duration
 			if err := l.beat(); err != nil {
 				if l.isOver() {
 					return
@@ -325,10 +410,12 @@ func (l *Lock) untilLost() time.Duration {
 // not eat the lease (it is retried) while a backend that fails over to
 // another endpoint within its own timeouts still gets to.
 func (l *Lock) beatContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(l.ctx, min(l.o.RequestTimeout, l.untilLost()))
+	return context.WithTimeout(l.hb, min(l.o.RequestTimeout, l.untilLost()))
 }
 
-// beat refreshes the lock once.
+// beat refreshes the lock once. The record's heartbeat and the lease's
+// send time are one reading of the clock, so that a judge's second clock
+// (docs/adr/0028) measures from no later than the lease does.
 func (l *Lock) beat() error {
 	if err := l.Err(); err != nil && !errors.Is(err, ErrSuspended) {
 		return nil // lost or released meanwhile: nothing to refresh
@@ -336,71 +423,68 @@ func (l *Lock) beat() error {
 	ctx, cancel := l.beatContext()
 	defer cancel()
 	l.mu.Lock()
-	rec, version, suspended := l.rec, l.version, l.suspended
+	rec, version := l.rec, l.version
 	l.mu.Unlock()
-	if l.checkSuspended() {
-		suspended = true
-	}
-	rec.Heartbeat = time.Now().UTC()
+	sent := time.Now()
+	rec.Heartbeat = sent.UTC()
 	data, err := rec.encode()
 	if err != nil {
-		return err
+		return fmt.Errorf("lock: heartbeat: %w", err)
 	}
 	if l.mode == ModeCAS {
-		return l.beatCAS(ctx, rec, data, version, suspended)
+		err = l.beatCAS(ctx, sent, rec, data, version)
+	} else {
+		err = l.beatClaims(ctx, sent, rec, data)
 	}
-	return l.beatClaims(ctx, rec, data, suspended)
-}
-
-// checkSuspended reports whether the fence is suspended now.
-func (l *Lock) checkSuspended() bool {
-	return errors.Is(l.Err(), ErrSuspended)
+	if err != nil {
+		return fmt.Errorf("lock: heartbeat: %w", err)
+	}
+	return nil
 }
 
 // beatCAS: a conditional write on our version. Success proves nobody wrote
 // the lock since our last confirmed write, so it also reopens a suspended
-// fence.
-func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version string, suspended bool) error {
+// fence once no marker above ours shows that someone held it meanwhile.
+func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []byte, version string) error {
 	for adopted := false; ; adopted = true {
-		sent := time.Now()
 		info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
 		if err == nil {
-			if suspended {
-				// Reopening after a suspension: a conditional write on our
-				// version does not prove nobody held the lock meanwhile — a
-				// late copy of one of our own writes can land again with the
-				// same bytes, so the same version. Every takeover writes an
-				// epoch marker first: look for one above ours (found by the
-				// model, lock/model -DNO_REOPEN_CHECK).
-				v, serr := l.scan.scan(ctx)
-				if serr != nil {
-					return fmt.Errorf("lock: heartbeat: %w", serr)
-				}
-				if top := v.maxMarker(); top > rec.Epoch {
-					l.lose(&LostError{Reason: fmt.Sprintf("epoch %d was confirmed while our lock was suspended (ours %d): another instance held it meanwhile; stopped writing", top, rec.Epoch)})
-					return nil
-				}
+			if l.confirmFresh(sent, rec, info.Version) {
+				return nil
+			}
+			// Reopening after a suspension: a conditional write on our
+			// version does not prove nobody held the lock meanwhile — a
+			// late copy of one of our own writes can land again with the
+			// same bytes, so the same version. Every takeover writes an
+			// epoch marker first: look for one above ours (found by the
+			// model, lock/model -DNO_REOPEN_CHECK).
+			v, serr := l.scan.scan(ctx)
+			if serr != nil {
+				return serr
+			}
+			if top := v.maxMarker(); top > rec.Epoch {
+				l.lose(&LostError{Reason: fmt.Sprintf("epoch %d was confirmed while our lock was suspended (ours %d): another instance held it meanwhile; stopped writing", top, rec.Epoch)})
+				return nil
 			}
 			l.confirm(sent, rec, info.Version)
 			return nil
 		}
 		if !errors.Is(err, backend.ErrPreconditionFailed) || adopted {
-			return fmt.Errorf("lock: heartbeat: %w", err)
+			return err
 		}
 		// Another writer replaced the object, or a write of ours landed and
 		// a retry reported the conflict: the acquisition id tells.
 		v, serr := l.scan.scan(ctx)
 		if serr != nil {
-			return fmt.Errorf("lock: heartbeat: %w (after %w)", serr, err)
+			return fmt.Errorf("%w (after %w)", serr, err)
 		}
-		if v.lock == nil {
-			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
-			return nil
+		gone := v.lock == nil
+		if !gone {
+			if gone, serr = l.scan.read(ctx, v.lock); serr != nil {
+				return fmt.Errorf("%w (after %w)", serr, err)
+			}
 		}
-		gone, rerr := l.scan.read(ctx, v.lock)
 		switch {
-		case rerr != nil:
-			return fmt.Errorf("lock: heartbeat: %w (after %w)", rerr, err)
 		case gone:
 			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
 			return nil
@@ -424,29 +508,34 @@ func (l *Lock) beatCAS(ctx context.Context, rec Record, data []byte, version str
 }
 
 // beatClaims: write our held claim, then list (docs/adr/0020).
-func (l *Lock) beatClaims(ctx context.Context, rec Record, data []byte, suspended bool) error {
-	sent := time.Now()
+func (l *Lock) beatClaims(ctx context.Context, sent time.Time, rec Record, data []byte) error {
 	info, err := l.st.Put(ctx, l.name, data, store.PutOptions{})
 	if err != nil {
-		return fmt.Errorf("lock: heartbeat: %w", err)
+		return err
 	}
 	v, err := l.scan.scan(ctx)
 	if err != nil {
-		return fmt.Errorf("lock: heartbeat: %w", err)
+		return err
 	}
 	v.ageIntentsAt(info.Now)
-	lost, err := l.claimsLost(ctx, v, rec, suspended || l.checkSuspended())
+	lost, err := l.claimsLost(ctx, v, rec, false)
+	if err == nil && lost == nil && !l.confirmFresh(sent, rec, info.Version) {
+		// The fence lapsed: others may have judged us dead; look as an
+		// acquirer would before reopening.
+		if lost, err = l.claimsLost(ctx, v, rec, true); err == nil && lost == nil {
+			l.confirm(sent, rec, info.Version)
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("lock: heartbeat: not confirmed: %w", err)
+		return fmt.Errorf("not confirmed: %w", err)
 	}
 	if lost != nil {
 		l.lose(lost)
 		// Our claims are junk now (our heartbeat may just have rewritten
 		// one a break had deleted): ours to delete, nobody else's.
-		l.deleteNames(context.WithoutCancel(ctx), []string{l.name, intentName(rec.AcquisitionID)})
+		_ = deleteAll(context.WithoutCancel(ctx), l.st, l.log, l.name, intentName(rec.AcquisitionID))
 		return nil
 	}
-	l.confirm(sent, rec, info.Version)
 	l.deleteJunk(ctx, v, rec)
 	return nil
 }
@@ -479,8 +568,9 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	// Our fence was suspended: within the long lease (not lost yet) only
 	// an acquirer with our instance id can have judged our claim dead (it
 	// watched it miss a heartbeat); an acquirer with another id waits for
-	// the stale window, which has not passed. So a live claim with our id,
-	// or one we cannot read, may be confirming: yield to it. Other ids' intents are acquirers that will
+	// the stale window on two clocks (docs/adr/0028), which has not
+	// passed. So a live claim with our id, or one we cannot read, may be
+	// confirming: yield to it. Other ids' intents are acquirers that will
 	// find our claim live and back off.
 	a := l.judgeAs()
 	now := time.Now()
@@ -493,8 +583,14 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		if l.mine[e.acq] || e.name == l.name || e.kind == kindIntent && confirmed[e.acq] {
 			continue
 		}
-		if e.kind == kindIntent && !a.intentLive(e, now) {
-			continue
+		if e.kind == kindIntent {
+			live, err := a.intentLive(ctx, e, now)
+			if err != nil {
+				return nil, err
+			}
+			if !live {
+				continue
+			}
 		}
 		gone, err := l.scan.read(ctx, e)
 		if err != nil {
@@ -596,7 +692,7 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	a := l.judgeAs()
 	now := time.Now()
 	for _, e := range v.intents {
-		if l.mine[e.acq] || open && !a.intentLive(e, now) {
+		if l.mine[e.acq] || open && a.intentDead(e, now) {
 			junk = append(junk, e.name)
 		}
 	}
@@ -605,7 +701,7 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 			junk = append(junk, m.name)
 		}
 	}
-	l.deleteNames(ctx, junk)
+	_ = deleteAll(ctx, l.st, l.log, junk...)
 }
 
 // cleanedUp is closed once the acquisition's clean-up has run.
@@ -622,22 +718,20 @@ func (l *Lock) deleteCleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.o.RequestTimeout)
 	defer cancel()
-	l.deleteNames(ctx, names)
+	_ = deleteAll(ctx, l.st, l.log, names...)
 }
 
-func (l *Lock) deleteNames(ctx context.Context, names []string) {
-	for _, name := range names {
-		if err := l.st.Delete(ctx, name, store.DeleteOptions{}); err != nil && !errors.Is(err, backend.ErrNotFound) {
-			l.log.Debug("state lock: could not delete a leftover lock object", "object", name, "err", err)
-		}
-	}
-}
-
-// Release stops the heartbeat and removes the lock if it is still ours: in
+// Release closes the fence, waits for the fenced writes in flight, stops
+// the heartbeat and removes the lock if it is still ours: in
 // compare-and-swap mode a conditional delete of our version, in claims mode
 // our claims after a look that shows no higher epoch. From the moment
-// Release is called, Err returns ErrReleased and fenced stores refuse
-// writes.
+// Release is called, Err returns ErrReleased and fenced stores refuse new
+// writes; a write already admitted is waited for until it is answered or
+// cut off at the lease's end (docs/adr/0026), and only then is
+// [Lock.Context] cancelled and the lock deleted, so that the next holder's
+// first write comes after every write of ours that was answered. If ctx
+// ends while writes are still in flight, nothing is deleted and the error
+// says so: the lock then goes stale on its own.
 //
 // Releasing a lock that was lost, or that turns out at release to have
 // been taken over, deletes nothing of the new holder's and returns an
@@ -651,6 +745,9 @@ func (l *Lock) Release(ctx context.Context) error {
 	st, lossErr := l.state, l.err
 	if st == held {
 		l.state, l.err = released, ErrReleased
+		if l.inflight == 0 {
+			close(l.drained)
+		}
 	}
 	l.mu.Unlock()
 	// Let a heartbeat in flight finish rather than cut it off: a write cut
@@ -662,38 +759,65 @@ func (l *Lock) Release(ctx context.Context) error {
 	select {
 	case <-l.done:
 	case <-ctx.Done():
+		l.hbCancel()
+		<-l.done
 	}
-	l.cancel(ErrReleased)
-	<-l.done
+	l.hbCancel()
 	switch st {
 	case released:
 		return nil
 	case lost:
 		return fmt.Errorf("lock: release: nothing deleted: %w", lossErr)
 	}
+	drainStart := time.Now()
+	select {
+	case <-l.drained:
+	case <-ctx.Done():
+		l.mu.Lock()
+		n := l.inflight
+		l.mu.Unlock()
+		l.cancel(ErrReleased)
+		l.log.Warn("state lock: released with fenced writes still in flight; the lock was left to go stale", "writes", n)
+		return fmt.Errorf("lock: release: %d fenced writes still in flight, so the lock was left in place to go stale: %w", n, context.Cause(ctx))
+	}
+	if d := time.Since(drainStart); d > time.Millisecond {
+		l.log.Info("state lock: waited for the fenced writes in flight", "waited", d.Round(time.Millisecond))
+	}
+	l.cancel(ErrReleased)
 	var err error
 	if l.mode == ModeCAS {
 		err = l.releaseCAS(ctx)
 	} else {
 		err = l.releaseClaims(ctx)
 	}
-	if err == nil {
-		l.log.Info("state lock released", "epoch", l.rec.Epoch)
+	if err != nil {
+		return fmt.Errorf("lock: release: %w", err)
 	}
-	return err
+	l.log.Info("state lock released", "epoch", l.rec.Epoch)
+	return nil
 }
 
+// releaseCAS deletes the lock object if it still has the version this
+// holder last wrote. A lock object already gone counts as deleted
+// (backend.DeleteOptions.AbsentOK): whoever removed it (an operator's
+// break) left nobody holding, which a look would only have logged; so no
+// request is spent telling the two apart (docs/adr/0055). Another version
+// is looked at: a heartbeat of ours that landed unseen, or a new holder.
 func (l *Lock) releaseCAS(ctx context.Context) error {
-	err := l.st.Delete(ctx, Name, store.DeleteOptions{IfVersion: l.version})
+	key, err := storeadmin.Key(l.st, Name)
+	if err != nil {
+		return err
+	}
+	err = storeadmin.Backend(l.st).Delete(ctx, key, backend.DeleteOptions{IfVersion: l.version, AbsentOK: true})
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, backend.ErrPreconditionFailed) && !errors.Is(err, backend.ErrNotFound) {
-		return fmt.Errorf("lock: release: %w", err)
+		return err
 	}
 	v, serr := l.scan.scan(ctx)
 	if serr != nil {
-		return fmt.Errorf("lock: release: %w (after %w)", serr, err)
+		return fmt.Errorf("%w (after %w)", serr, err)
 	}
 	if v.lock == nil {
 		l.log.Warn("state lock already gone at release (broken?)", "epoch", l.rec.Epoch)
@@ -705,7 +829,7 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 			// Ours, at a version we did not see: a heartbeat that landed
 			// while Release cut off its answer.
 			if err := l.st.Delete(ctx, Name, store.DeleteOptions{IfVersion: v.lock.info.Version}); err != nil && !errors.Is(err, backend.ErrNotFound) {
-				return fmt.Errorf("lock: release: %w", err)
+				return err
 			}
 			return nil
 		}
@@ -713,13 +837,13 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 		le.Holder = &rec
 	}
 	l.log.Warn("state lock not ours at release; left in place", "err", le)
-	return fmt.Errorf("lock: release: nothing deleted: %w", le)
+	return fmt.Errorf("nothing deleted: %w", le)
 }
 
 func (l *Lock) releaseClaims(ctx context.Context) error {
 	v, err := l.scan.scan(ctx)
 	if err != nil {
-		return fmt.Errorf("lock: release: %w", err)
+		return err
 	}
 	rec := l.Record()
 	var lossErr error
@@ -729,21 +853,18 @@ func (l *Lock) releaseClaims(ctx context.Context) error {
 			l.log.Warn("state lock broken before release; nobody holds it now", "epoch", rec.Epoch, "marker", top)
 		} else {
 			l.log.Warn("state lock not ours at release; left the new holder's claim in place", "err", le)
-			lossErr = fmt.Errorf("lock: release: %w", le)
+			lossErr = le
 		}
 	}
 	// Our own claims are ours to delete in any case.
-	for _, name := range []string{l.name, intentName(rec.AcquisitionID)} {
-		present := false
-		for _, e := range append(append([]*entry{}, v.helds...), v.intents...) {
-			present = present || e.name == name
+	var ours []string
+	for _, e := range append(append([]*entry{}, v.helds...), v.intents...) {
+		if e.name == l.name || e.name == intentName(rec.AcquisitionID) {
+			ours = append(ours, e.name)
 		}
-		if !present {
-			continue
-		}
-		if err := l.st.Delete(ctx, name, store.DeleteOptions{}); err != nil && !errors.Is(err, backend.ErrNotFound) {
-			return errors.Join(lossErr, fmt.Errorf("lock: release: %w", err))
-		}
+	}
+	if err := deleteAll(ctx, l.st, l.log, ours...); err != nil {
+		return errors.Join(lossErr, err)
 	}
 	return lossErr
 }

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -24,8 +23,7 @@ func ExampleOptions_meterProvider() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil, nil)
-	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
+	st, _ := store.Connect(ctx, mem.New(mem.Options{}), store.Keys{Identities: []age.Identity{id}}, store.ConnectOptions{Create: true})
 
 	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", MeterProvider: mp, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -10,16 +10,17 @@ import (
 	"testing/synctest"
 	"time"
 
-	"filippo.io/age"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/backend/fault"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -46,24 +47,7 @@ func newMeterWorld(t *testing.T, b backend.Backend) *meterWorld {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	f := fault.New(b)
-	return &meterWorld{t: t, f: f, st: sealedStore(t, f), reader: reader, mp: mp}
-}
-
-func sealedStore(t *testing.T, b backend.Backend) *store.Store {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(b, env, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return &meterWorld{t: t, f: f, st: testkit.Store(t, f, store.Options{}), reader: reader, mp: mp}
 }
 
 // opts are lock options for id; metered ones report to the world's
@@ -267,15 +251,8 @@ type twoKeys struct{ ours, foreignKey *store.Store }
 func (w *meterWorld) otherRoot(t *testing.T, root string) twoKeys {
 	t.Helper()
 	open := func() *store.Store {
-		id, err := age.GenerateX25519Identity()
-		if err != nil {
-			t.Fatal(err)
-		}
-		env, err := envelope.New([]age.Identity{id}, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := store.Open(w.f, env, store.Options{Root: root})
+		env := testkit.Envelope(t)
+		st, err := storeadmin.Open(w.f, env, store.Options{Root: root})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +329,7 @@ func (s snapshot) wantLosses(t *testing.T, reason string) {
 func TestMetrics_Loss_TakenOver(t *testing.T) {
 	bothModes(t, func(t *testing.T, w *meterWorld) {
 		a := w.acquire(w.st, w.opts("pod-a", true))
-		if _, err := lock.Break(t.Context(), w.st, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: mStale}); err != nil {
+		if _, err := lockadmin.Break(t.Context(), w.st, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: mStale}); err != nil {
 			t.Fatal(err)
 		}
 		w.acquire(w.st, w.opts("pod-b", false))
@@ -367,7 +344,7 @@ func TestMetrics_Loss_TakenOver(t *testing.T) {
 func TestMetrics_Loss_Broken(t *testing.T) {
 	bothModes(t, func(t *testing.T, w *meterWorld) {
 		a := w.acquire(w.st, w.opts("pod-a", true))
-		if _, err := lock.Break(t.Context(), w.st, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: mStale}); err != nil {
+		if _, err := lockadmin.Break(t.Context(), w.st, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: mStale}); err != nil {
 			t.Fatal(err)
 		}
 		w.loss(a, 2*mHeartbeat).wantLosses(t, "broken")
@@ -401,7 +378,7 @@ func (refusingMeter) Int64Counter(string, ...metric.Int64CounterOption) (metric.
 func TestMetrics_ProviderRefusingInstruments_AcquireFailsAndWritesNothing(t *testing.T) {
 	b := mem.New(mem.Options{})
 	f := fault.New(b)
-	st := sealedStore(t, f)
+	st := testkit.Store(t, f, store.Options{})
 	_, err := lock.Acquire(t.Context(), st, lock.Options{InstanceID: "pod-a", MeterProvider: refusingProvider{}})
 	if err == nil || !strings.Contains(err.Error(), lock.MetricAcquisitions) || !strings.Contains(err.Error(), "instrument refused") {
 		t.Fatalf("Acquire with a provider refusing the counters = %v, want an error naming them", err)
@@ -426,7 +403,7 @@ func TestMetrics_CollectDuringHeartbeatsAndLoss(t *testing.T) {
 			}
 		}()
 		time.Sleep(3*mHeartbeat + mHeartbeat/2) // between two heartbeats
-		if _, err := lock.Break(t.Context(), w.st, &lock.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: mStale}); err != nil {
+		if _, err := lockadmin.Break(t.Context(), w.st, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: mStale}); err != nil {
 			t.Fatal(err)
 		}
 		<-done

@@ -11,19 +11,15 @@ import (
 // other object.
 const Name = ".lock"
 
-// The other reserved names of the lock, all below ListPrefix so that one
+// The other reserved names of the lock, all below listPrefix so that one
 // listing sees every lock object (docs/adr/0019, 0020).
 const (
-	// ListPrefix is the state-name prefix of every object the lock owns:
-	// [Name], the claims and epoch markers under ".lock.d/", and the
-	// legacy saved epoch.
-	ListPrefix = ".lock"
+	// listPrefix is the state-name prefix of every object the lock owns:
+	// [Name], and the claims and epoch markers under ".lock.d/".
+	listPrefix = ".lock"
 	// dirName holds the claims (claims mode) and the epoch markers (both
 	// modes).
 	dirName = ".lock.d/"
-	// legacyEpochName is the sealed saved epoch that versions before ADR
-	// 0019 wrote at release; read as a floor when no marker exists.
-	legacyEpochName = ".lock-epoch"
 
 	claimPrefix  = dirName + "claim-"
 	markerPrefix = dirName + "epoch-"
@@ -31,26 +27,23 @@ const (
 	heldSuffix   = "-2-held"
 )
 
-// Owns reports whether name (a state name, as store.List reports it) is
-// one of the lock's own objects: the lock object, a claim, an epoch marker
-// or the legacy saved epoch. Tools that re-seal every object skip them
-// (the lock rewrites its own); tools that verify every object open them
-// like any other.
-func Owns(name string) bool {
-	return name == Name || name == legacyEpochName || strings.HasPrefix(name, dirName)
+// owns reports whether name (a state name, as store.List reports it) is
+// one of the lock's own objects: the lock object, a claim or an epoch
+// marker (internal/lockadmin.Owns).
+func owns(name string) bool {
+	return name == Name || strings.HasPrefix(name, dirName)
 }
 
-// kind is what a name under ListPrefix is.
+// kind is what a name under listPrefix is.
 type kind int
 
 const (
-	kindUnknown     kind = iota // under .lock.d/ but not a name the lock writes
-	kindLock                    // .lock
-	kindIntent                  // .lock.d/claim-<acq>-1-intent
-	kindHeld                    // .lock.d/claim-<acq>-2-held
-	kindMarker                  // .lock.d/epoch-<20 digits>
-	kindLegacyEpoch             // .lock-epoch
-	kindOther                   // under the list prefix but not the lock's (".locksmith")
+	kindUnknown kind = iota // under .lock.d/ but not a name the lock writes
+	kindLock                // .lock
+	kindIntent              // .lock.d/claim-<acq>-1-intent
+	kindHeld                // .lock.d/claim-<acq>-2-held
+	kindMarker              // .lock.d/epoch-<20 digits>
+	kindOther               // under the list prefix but not the lock's (".locksmith")
 )
 
 func (k kind) String() string {
@@ -63,8 +56,6 @@ func (k kind) String() string {
 		return "held claim"
 	case kindMarker:
 		return "epoch marker"
-	case kindLegacyEpoch:
-		return "legacy epoch"
 	case kindOther:
 		return "other"
 	}
@@ -80,15 +71,13 @@ const markerDigits = 20
 
 func markerName(epoch uint64) string { return fmt.Sprintf("%s%0*d", markerPrefix, markerDigits, epoch) }
 
-// parseName classifies a state name found under ListPrefix: its kind, the
+// parseName classifies a state name found under listPrefix: its kind, the
 // acquisition id of a claim, the epoch of a marker. Names the lock does not
 // write are kindUnknown (under .lock.d/) or kindOther.
 func parseName(name string) (k kind, acq string, epoch uint64) {
 	switch {
 	case name == Name:
 		return kindLock, "", 0
-	case name == legacyEpochName:
-		return kindLegacyEpoch, "", 0
 	case !strings.HasPrefix(name, dirName):
 		return kindOther, "", 0
 	case strings.HasPrefix(name, markerPrefix):

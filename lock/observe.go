@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
-// entry is one object found under ListPrefix.
+// entry is one object found under listPrefix.
 type entry struct {
 	name  string
 	kind  kind
@@ -19,7 +20,9 @@ type entry struct {
 	epoch uint64 // a marker's epoch, from its name
 	info  store.Info
 
-	// Filled by read, for sealed records (the lock, claims).
+	// Filled by read, for sealed records (the lock, claims); gone when
+	// the read found it deleted since the listing.
+	gone     bool
 	read     bool
 	readable bool
 	rec      Record
@@ -38,7 +41,6 @@ type view struct {
 	intents []*entry // claims of acquisitions in progress
 	helds   []*entry // confirmed claims
 	markers []*entry // epoch markers, ascending
-	legacy  *entry   // .lock-epoch
 	unknown []*entry // under .lock.d/ but not a name the lock writes
 }
 
@@ -65,13 +67,13 @@ type scanner struct {
 	st *store.Store // internal view
 }
 
-// scan lists every object under ListPrefix (one listing). It reads nothing:
+// scan lists every object under listPrefix (one listing). It reads nothing:
 // read does that for the entries that need their content. A listing error
 // is an error, never "nothing there".
 func (s scanner) scan(ctx context.Context) (view, error) {
 	var v view
 	var noClock []*entry
-	err := s.st.List(ctx, ListPrefix, func(info store.Info) error {
+	err := s.st.List(ctx, listPrefix, func(info store.Info) error {
 		k, acq, epoch := parseName(info.Name)
 		e := &entry{name: info.Name, kind: k, acq: acq, epoch: epoch, info: info}
 		if info.Now.IsZero() {
@@ -88,21 +90,19 @@ func (s scanner) scan(ctx context.Context) (view, error) {
 			v.helds = append(v.helds, e)
 		case kindMarker:
 			v.markers = append(v.markers, e)
-		case kindLegacyEpoch:
-			v.legacy = e
 		case kindUnknown:
 			v.unknown = append(v.unknown, e)
 		}
 		return nil
 	})
 	if err != nil {
-		return view{}, fmt.Errorf("lock: list %s*: %w", ListPrefix, err)
+		return view{}, fmt.Errorf("list %s*: %w", listPrefix, err)
 	}
 	if len(noClock) > 0 {
 		// A backend that reports no response time: one look at its clock.
-		now, err := s.st.Now(ctx)
+		now, err := storeadmin.Now(ctx, s.st)
 		if err != nil {
-			return view{}, fmt.Errorf("lock: %w", err)
+			return view{}, err
 		}
 		for _, e := range noClock {
 			e.setAge(now)
@@ -151,6 +151,7 @@ func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
 	data, info, err := s.st.Get(ctx, e.name)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
+		e.gone = true
 		return true, nil
 	case errors.Is(err, store.ErrUnreadable):
 		// The content is unknown, but the object is there; its listing
@@ -158,7 +159,7 @@ func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
 		e.read, e.readable, e.why = true, false, unwrapStore(err)
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("lock: read %s: %w", e.name, err)
+		return false, fmt.Errorf("read %s: %w", e.name, err)
 	}
 	e.info = info
 	if !info.Now.IsZero() {

@@ -14,14 +14,19 @@ import (
 // stops writing after 1.25 heartbeat intervals but keeps its lock for most
 // of the stale window (docs/adr/0019).
 const (
-	DefaultHeartbeatInterval = 60 * time.Second
-	DefaultStaleAfter        = 5 * time.Minute
-	// DefaultIntentWindow is how long a claim of an acquisition in
+	defaultHeartbeatInterval = 60 * time.Second
+	defaultStaleAfter        = 5 * time.Minute
+	// defaultIntentWindow is how long a claim of an acquisition in
 	// progress counts as live (claims mode), at most half of StaleAfter.
-	DefaultIntentWindow = 30 * time.Second
-	// DefaultRequestTimeout bounds each of the lock's own requests.
-	DefaultRequestTimeout = 10 * time.Second
+	defaultIntentWindow = 30 * time.Second
+	// defaultRequestTimeout bounds each of the lock's own requests.
+	defaultRequestTimeout = 10 * time.Second
 )
+
+// maxStaleAfter bounds the stale window, ours and the one a holder
+// records: a record that asks for a longer one is judged with this one, so
+// that a forged or absurd record cannot keep a lock forever.
+const maxStaleAfter = 24 * time.Hour
 
 // clockResolution is what storage timestamps may be off by: S3's
 // Last-Modified and Date have one-second resolution. A modification time
@@ -43,12 +48,13 @@ type Options struct {
 	// missed a heartbeat (docs/adr/0019).
 	InstanceID string
 	// HeartbeatInterval is how often the holder refreshes the lock; zero
-	// means DefaultHeartbeatInterval, or StaleAfter/5 when that is shorter.
+	// means 60 s, or StaleAfter/5 when that is shorter.
 	HeartbeatInterval time.Duration
-	// StaleAfter is how long after its last refresh (on the storage's
-	// clock) a lock counts as abandoned and may be taken over by another
-	// instance id; zero means DefaultStaleAfter, or 5×HeartbeatInterval
-	// when that is longer. It must be at least twice HeartbeatInterval,
+	// StaleAfter is how long after its last refresh a lock counts as
+	// abandoned and may be taken over by another instance id (on two
+	// clocks, docs/adr/0028); zero means 5 minutes, or
+	// 5×HeartbeatInterval when that is longer. It must be at least twice
+	// HeartbeatInterval, at most 24 hours,
 	// and at least 4 s on storage whose timestamps have one-second
 	// resolution (S3), so that its margin covers them.
 	StaleAfter time.Duration
@@ -65,14 +71,14 @@ type Options struct {
 	// IntentWindow is, in claims mode, how long a claim of an acquisition
 	// in progress counts as live on the storage's clock; an acquirer that
 	// could not confirm within it (less its margin) starts over. Zero
-	// means half of StaleAfter, within 4 s and DefaultIntentWindow; it
+	// means half of StaleAfter, within 4 s and 30 s; it
 	// must be at least 4 s on storage with one-second timestamps.
 	IntentWindow time.Duration
 	// RequestTimeout bounds each request the lock sends, heartbeats
 	// included, so that one hung request cannot eat the lease: it is cut
 	// off and the heartbeat retries. Keep it below the heartbeat interval
 	// and above the backend's own time to fail over to another endpoint
-	// (the S3 backend's response timeout). Zero means DefaultRequestTimeout,
+	// (the S3 backend's response timeout). Zero means 10 s,
 	// or half the heartbeat interval when that is shorter.
 	RequestTimeout time.Duration
 	// Logger receives takeover warnings and loss reports; nil means
@@ -87,35 +93,38 @@ func (o Options) withDefaults() (Options, error) {
 	if o.InstanceID == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
-			return o, fmt.Errorf("lock: no instance id given and no hostname: %v", err)
+			return o, fmt.Errorf("no instance id given and no hostname: %v", err)
 		}
 		o.InstanceID = h
 	}
 	if o.HeartbeatInterval < 0 || o.StaleAfter < 0 || o.IntentWindow < 0 || o.RequestTimeout < 0 {
-		return o, fmt.Errorf("lock: negative duration in Options (heartbeat %s, stale after %s, intent window %s, request timeout %s)",
+		return o, fmt.Errorf("negative duration in Options (heartbeat %s, stale after %s, intent window %s, request timeout %s)",
 			o.HeartbeatInterval, o.StaleAfter, o.IntentWindow, o.RequestTimeout)
 	}
 	switch {
 	case o.HeartbeatInterval == 0 && o.StaleAfter == 0:
-		o.HeartbeatInterval, o.StaleAfter = DefaultHeartbeatInterval, DefaultStaleAfter
+		o.HeartbeatInterval, o.StaleAfter = defaultHeartbeatInterval, defaultStaleAfter
 	case o.HeartbeatInterval == 0:
-		o.HeartbeatInterval = min(DefaultHeartbeatInterval, o.StaleAfter/5)
+		o.HeartbeatInterval = min(defaultHeartbeatInterval, o.StaleAfter/5)
 	case o.StaleAfter == 0:
-		o.StaleAfter = max(DefaultStaleAfter, 5*o.HeartbeatInterval)
+		o.StaleAfter = max(defaultStaleAfter, 5*o.HeartbeatInterval)
 	}
 	if o.HeartbeatInterval <= 0 || o.StaleAfter < 2*o.HeartbeatInterval {
-		return o, fmt.Errorf("lock: stale window %s must be at least twice the heartbeat interval %s", o.StaleAfter, o.HeartbeatInterval)
+		return o, fmt.Errorf("stale window %s must be at least twice the heartbeat interval %s", o.StaleAfter, o.HeartbeatInterval)
+	}
+	if o.StaleAfter > maxStaleAfter {
+		return o, fmt.Errorf("stale window %s is longer than %s", o.StaleAfter, maxStaleAfter)
 	}
 	switch o.Mode {
 	case "", ModeCAS, ModeClaims:
 	default:
-		return o, fmt.Errorf("lock: unknown mode %q (want %q or %q)", o.Mode, ModeCAS, ModeClaims)
+		return o, fmt.Errorf("unknown mode %q (want %q or %q)", o.Mode, ModeCAS, ModeClaims)
 	}
 	if o.IntentWindow == 0 {
-		o.IntentWindow = min(DefaultIntentWindow, max(o.StaleAfter/2, minIntentWindow))
+		o.IntentWindow = min(defaultIntentWindow, max(o.StaleAfter/2, minIntentWindow))
 	}
 	if o.RequestTimeout == 0 {
-		o.RequestTimeout = min(DefaultRequestTimeout, o.HeartbeatInterval/2)
+		o.RequestTimeout = min(defaultRequestTimeout, o.HeartbeatInterval/2)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -42,26 +42,31 @@ func (l liveness) String() string {
 	return "inconclusive"
 }
 
-// startTolerance absorbs the jitter of a start time computed from boot time
-// and clock ticks, for records older than ProcessStartTicks only: the
-// kernel's boot time moves with wall-clock steps.
-const startTolerance = time.Second
-
 func selfProcess() process {
 	pid := os.Getpid()
-	p := process{pid: pid, scope: processScope()}
-	if t, ok := processStartTicks(pid); ok {
-		p.ticks = t
-		p.start, _ = processStart(pid)
+	p := process{pid: pid}
+	ticks, ok := selfStartTicks()
+	if !ok {
+		return p // no start time: our own records cannot be probed either
+	}
+	p.ticks = ticks
+	p.start, _ = processStart(pid)
+	// Our own start, read through /proc/<our pid>, must be the one
+	// /proc/self gives: otherwise /proc is not our PID namespace's (a
+	// container whose /proc is the host's, where our pid 1 names the
+	// host's init), and no PID we read there means anything to us.
+	if t, ok := processStartTicks(pid); ok && t == ticks {
+		p.scope = processScope()
 	}
 	return p
 }
 
 // probeHolder judges the recorded holder from here. A holder is probed only
 // when it ran in our PID space (same host, same boot, same PID namespace);
-// anywhere else its PID means nothing to us.
+// anywhere else its PID means nothing to us. A probe that cannot tell —
+// no start time recorded or readable — is inconclusive, never alive.
 func probeHolder(self process, hostname string, rec Record) liveness {
-	if rec.PID <= 0 || self.scope == "" || rec.ProcessScope != self.scope || rec.Hostname != hostname {
+	if rec.PID <= 0 || self.scope == "" || rec.ProcessScope != self.scope || rec.Hostname != hostname || rec.ProcessStartTicks == 0 {
 		return inconclusive
 	}
 	exists, known := processExists(rec.PID)
@@ -71,32 +76,17 @@ func probeHolder(self process, hostname string, rec Record) liveness {
 	case !exists:
 		return dead
 	}
-	if rec.ProcessStartTicks == 0 && rec.ProcessStart.IsZero() {
-		return alive
-	}
 	ticks, ok := processStartTicks(rec.PID)
 	if !ok {
 		// It ended between the two looks, or its start is hidden from us.
 		if exists, known := processExists(rec.PID); known && !exists {
 			return dead
 		}
-		return alive
+		return inconclusive
 	}
-	if rec.ProcessStartTicks != 0 {
-		// Ticks since boot, in the same boot (the scope says so): exact,
-		// and immune to wall-clock steps.
-		if ticks != rec.ProcessStartTicks {
-			return reused
-		}
-		return alive
-	}
-	// A record from before ticks were recorded: compare wall-clock
-	// starts, which move with the boot time.
-	st, ok := processStart(rec.PID)
-	if !ok {
-		return alive
-	}
-	if d := st.Sub(rec.ProcessStart); d < -startTolerance || d > startTolerance {
+	// Ticks since boot, in the same boot (the scope says so): exact, and
+	// immune to wall-clock steps.
+	if ticks != rec.ProcessStartTicks {
 		return reused
 	}
 	return alive

@@ -36,11 +36,24 @@ var bootTime = sync.OnceValues(func() (time.Time, error) {
 })
 
 // procStat returns the state letter (field 3) and the start time in clock
-// ticks after boot (field 22) of /proc/<pid>/stat. The command name (field
-// 2) is in parentheses and may itself contain spaces and parentheses, so
-// fields are counted from the last ')'.
+// ticks after boot (field 22) of /proc/<pid>/stat.
 func procStat(pid int) (state byte, ticks uint64, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return readStat("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// selfStartTicks is this process's start in clock ticks after boot, read
+// from /proc/self, which names this process whatever PID namespace /proc
+// belongs to.
+func selfStartTicks() (uint64, bool) {
+	_, ticks, ok := readStat("/proc/self/stat")
+	return ticks, ok && ticks != 0
+}
+
+// readStat parses a stat file. The command name (field 2) is in
+// parentheses and may itself contain spaces and parentheses, so fields are
+// counted from the last ')'.
+func readStat(path string) (state byte, ticks uint64, ok bool) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, 0, false
 	}

@@ -9,5 +9,6 @@ import "time"
 
 func processStart(int) (time.Time, bool)     { return time.Time{}, false }
 func processStartTicks(int) (uint64, bool)   { return 0, false }
+func selfStartTicks() (uint64, bool)         { return 0, false }
 func processExists(int) (exists, known bool) { return false, false }
 func processScope() string                   { return "" }

@@ -10,12 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"filippo.io/age"
+	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil/garage"
@@ -36,19 +37,30 @@ type worldMaker struct {
 	make func(t *testing.T) *world
 }
 
+// The stale windows of the worlds of processes (heartbeats at a quarter,
+// requests allowed half a heartbeat): sized for two loaded cores, where a
+// child under -race took over a second for a Garage request and a
+// heartbeat a quarter-heartbeat late suspended the fence or let a same-id
+// watcher take over after 1.5 heartbeats (seen with 2 s on fs and 4 s on
+// the servers while other test runs shared the machine).
+const (
+	fsWorldStale = 8 * time.Second
+	s3WorldStale = 12 * time.Second
+)
+
 func worlds() []worldMaker {
 	return []worldMaker{
 		{"fs", func(t *testing.T) *world {
 			dir := t.TempDir()
-			return newWorld(t, "file:"+dir, nil, 2*time.Second)
+			return newWorld(t, "file:"+dir, nil, fsWorldStale)
 		}},
 		{"versitygw", func(t *testing.T) *world {
 			srv := versitygw.Start(t)
-			return newWorld(t, srv.URL(srv.NewBucket(t), "app"), srv.Env(), s3StaleAfter)
+			return newWorld(t, srv.URL(srv.NewBucket(t), "app"), srv.Env(), s3WorldStale)
 		}},
 		{"garage", func(t *testing.T) *world {
 			srv := garage.Start(t)
-			return newWorld(t, srv.URL(srv.NewBucket(t), "app"), srv.Env(), s3StaleAfter)
+			return newWorld(t, srv.URL(srv.NewBucket(t), "app"), srv.Env(), s3WorldStale)
 		}},
 	}
 }
@@ -88,26 +100,9 @@ func (w *world) opts(id string) lock.Options {
 type child struct {
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *syncBuffer
+	stderr *testkit.SyncBuffer
 	exited chan struct{}
 	err    error // Wait's result, after exited
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // lineWriter sends complete lines to a channel.
@@ -175,7 +170,7 @@ func (cs childSpec) start(t *testing.T, w *world) *child {
 		cmd.Env = append(cmd.Env, childHostname+"="+cs.hostname)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUTS | syscall.CLONE_NEWPID}
 	}
-	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: new(syncBuffer), exited: make(chan struct{})}
+	c := &child{cmd: cmd, lines: make(chan string, 16), stderr: new(testkit.SyncBuffer), exited: make(chan struct{})}
 	cmd.Stdout = &lineWriter{ch: c.lines}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
@@ -191,6 +186,10 @@ func (cs childSpec) start(t *testing.T, w *world) *child {
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-c.exited
+		if t.Failed() {
+			// Every child's log, not only the one whose line failed.
+			t.Logf("child %q (pid %d) stderr:\n%s", cs.id+cs.hostname, cmd.Process.Pid, c.stderr.String())
+		}
 	})
 	return c
 }
@@ -294,7 +293,7 @@ func TestRollout_SIGTERM_OldReleasesNewBootsAtOnce(t *testing.T) {
 			t.Fatalf("old pod exit code %d", code)
 		}
 		// The lock object is gone, its epoch saved: the next one counts on.
-		if s, err := lock.Inspect(context.Background(), w.st, &lock.InspectOptions{StaleAfter: w.stale}); err != nil || s.Present {
+		if s, err := lockadmin.Inspect(context.Background(), w.st, lockadmin.InspectOptions{StaleAfter: w.stale}); err != nil || s.Present {
 			t.Fatalf("lock after a clean release: %+v, %v", s, err)
 		}
 		l := acquireT(t, w, w.opts("pod-new"))
@@ -348,7 +347,7 @@ func TestPausedHolder_SIGSTOP_LosesLockAndStopsWriting(t *testing.T) {
 		if code := old.wait(t); code != 4 {
 			t.Fatalf("exit code %d, want 4", code)
 		}
-		s, err := lock.Inspect(context.Background(), w.st, &lock.InspectOptions{StaleAfter: w.stale})
+		s, err := lockadmin.Inspect(context.Background(), w.st, lockadmin.InspectOptions{StaleAfter: w.stale})
 		if err != nil || s.Record.AcquisitionID != l.Record().AcquisitionID {
 			t.Fatalf("lock after the old holder resumed: %+v, %v", s, err)
 		}

@@ -9,12 +9,15 @@ import (
 )
 
 // Other Unix systems (macOS, the BSDs) expose no process start time without
-// cgo or sysctl parsing, so a live PID cannot be told from a reused one: a
-// live PID counts as alive (the stale horizon decides), a dead one as dead.
+// cgo or sysctl parsing, so a live PID cannot be told from a reused one:
+// records carry no start and no scope, and PIDs are never probed (the
+// stale horizon decides).
 
 func processStart(int) (time.Time, bool) { return time.Time{}, false }
 
 func processStartTicks(int) (uint64, bool) { return 0, false }
+
+func selfStartTicks() (uint64, bool) { return 0, false }
 
 func processExists(pid int) (exists, known bool) {
 	err := syscall.Kill(pid, 0)

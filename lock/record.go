@@ -90,7 +90,7 @@ func (r Record) encode() ([]byte, error) { return json.Marshal(r) }
 func (r Record) held() bool { return r.State != StateIntent }
 
 // decodeRecord parses an opened lock object or claim: the one parser behind
-// Acquire, Inspect, Break, the heartbeat and Release. Anything but a JSON
+// Acquire, inspect, brk, the heartbeat and Release. Anything but a JSON
 // object naming an instance and an acquisition, in a known state, at an
 // epoch of at least 1 (zero for an intent) is an error wrapping
 // errMalformed, which the lock judges as an unreadable lock. Unknown fields
@@ -128,24 +128,6 @@ type markerRecord struct {
 	InstanceID    string    `json:"instance_id"`
 	AcquisitionID string    `json:"acquisition_id"`
 	WrittenAt     time.Time `json:"written_at"`
-}
-
-// legacyEpochRecord is the saved epoch of versions before ADR 0019.
-type legacyEpochRecord struct {
-	Epoch uint64 `json:"epoch"`
-}
-
-// decodeLegacyEpoch parses the legacy saved epoch; anything but a JSON
-// object with an epoch of at least 1 is an error wrapping errMalformed.
-func decodeLegacyEpoch(data []byte) (uint64, error) {
-	var r legacyEpochRecord
-	if err := json.Unmarshal(data, &r); err != nil {
-		return 0, fmt.Errorf("%w: %w", errMalformed, err)
-	}
-	if r.Epoch == 0 {
-		return 0, fmt.Errorf("%w: epoch missing or zero", errMalformed)
-	}
-	return r.Epoch, nil
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -110,17 +110,6 @@ func TestDecodeRecord_IntentMayHaveEpochZero(t *testing.T) {
 	}
 }
 
-func TestDecodeLegacyEpoch(t *testing.T) {
-	if n, err := decodeLegacyEpoch([]byte(`{"epoch":9,"instance_id":"pod-a"}`)); err != nil || n != 9 {
-		t.Fatalf("legacy epoch = %d, %v", n, err)
-	}
-	for _, s := range []string{``, `null`, `{}`, `{"epoch":0}`, `{"epoch":-1}`, `{"epoch":"7"}`} {
-		if _, err := decodeLegacyEpoch([]byte(s)); !errors.Is(err, errMalformed) {
-			t.Errorf("decodeLegacyEpoch(%q) = %v, want errMalformed", s, err)
-		}
-	}
-}
-
 // FuzzParseName feeds arbitrary names, as a listing of the lock's prefix
 // could hold (anyone with write access can put objects there), to the
 // parser that classifies them. It must never panic; what it accepts as the
@@ -130,7 +119,7 @@ func TestDecodeLegacyEpoch(t *testing.T) {
 func FuzzParseName(f *testing.F) {
 	acq := "0b8f2a34-8a55-4c55-9d6b-1d6f4a0c2e11"
 	for _, s := range []string{
-		Name, legacyEpochName, intentName(acq), heldName(acq), markerName(1), markerName(math.MaxUint64),
+		Name, ".lock-epoch", intentName(acq), heldName(acq), markerName(1), markerName(math.MaxUint64),
 		".lock.d/", ".lock.d/epoch-", ".lock.d/epoch-00000000000000000000", ".lock.d/epoch-18446744073709551616",
 		".lock.d/epoch-+0000000000000000001", ".lock.d/epoch-0000000000000000001", ".lock.d/claim--1-intent",
 		".lock.d/claim-" + strings.ToUpper(acq) + "-2-held", ".lock.d/claim-" + acq + "-2-held/x", ".locksmith", ".lock.dx/y",
@@ -143,10 +132,6 @@ func FuzzParseName(f *testing.F) {
 		case kindLock:
 			if name != Name {
 				t.Fatalf("%q parsed as the lock object", name)
-			}
-		case kindLegacyEpoch:
-			if name != legacyEpochName {
-				t.Fatalf("%q parsed as the legacy epoch", name)
 			}
 		case kindIntent:
 			if intentName(a) != name || !validAcquisitionID(a) {
@@ -165,7 +150,7 @@ func FuzzParseName(f *testing.F) {
 				t.Fatalf("%q outside %s parsed as an unknown lock object", name, dirName)
 			}
 		case kindOther:
-			if strings.HasPrefix(name, dirName) || name == Name || name == legacyEpochName {
+			if strings.HasPrefix(name, dirName) || name == Name {
 				t.Fatalf("%q parsed as not the lock's", name)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/lock/locktest"
+	"github.com/cairnhq/state/internal/locktest"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -20,16 +20,19 @@ const s3StaleAfter = 4 * time.Second
 
 // serverHarness is the suite's settings on a real server: a shorter race
 // with delayed requests than on mem (the full figure runs with the
-// locktest flags).
+// locktest flags), and requests allowed three quarters of a heartbeat
+// (the default half timed out on two loaded cores).
 func serverHarness(nb func(t *testing.T) backend.Backend) locktest.Harness {
-	return locktest.Harness{NewBackend: nb, StaleAfter: s3StaleAfter, RaceTrials: 20, DelayedRaceTrials: 2, MaxDelay: 500 * time.Millisecond}
+	return locktest.Harness{NewBackend: nb, StaleAfter: s3StaleAfter, RaceTrials: 10, DelayedRaceTrials: 2, MaxDelay: 500 * time.Millisecond,
+		RequestTimeout: s3StaleAfter / 4 * 3 / 4}
 }
 
-// skipShort skips a real-server suite under -short: make test runs them;
-// go test -short ./lock runs the suite on mem and fs only.
+// skipShort skips a real-time suite under -short: make test runs them;
+// go test -short ./lock runs the suites on mem (virtual time) and the
+// process tests on fs.
 func skipShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: the suite on real servers runs in make test")
+		t.Skip("-short: the real-time suites (fs, servers) run in make test")
 	}
 }
 

@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"testing"
 
-	"filippo.io/age"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
@@ -61,15 +61,8 @@ func BenchmarkSteps(b *testing.B) {
 }
 
 func benchSteps(b *testing.B, be backend.Backend) {
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := store.Open(be, env, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	env := testkit.Envelope(b)
+	st, err := storeadmin.Open(be, env, store.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

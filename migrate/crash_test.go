@@ -14,7 +14,8 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend/fs"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -61,7 +62,7 @@ func openDirStore(dir string) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	env, err := envelope.New(ids, nil, nil)
+	env, err := envelope.New(ids, nil, envelope.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func openDirStore(dir string) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(b, env, store.Options{Logger: quietLogger()})
+	return storeadmin.Open(b, env, store.Options{Logger: quietLogger()})
 }
 
 // crashMigrations writes "first", then in step 0002 "second/1", a crash

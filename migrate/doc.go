@@ -32,5 +32,8 @@
 //
 // [ImportDir] is a built-in migration that copies a directory of files (an
 // application's former on-disk state) into the store, reading every object
-// back and comparing it before it counts. It never deletes the source.
+// back and comparing it before it counts. It never deletes the source. A
+// missing directory fails the boot, naming it, and is not recorded, so a
+// volume mounted late is still imported; [ImportDirIfPresent] is for an
+// instance that may never have had one.
 package migrate

@@ -2,7 +2,9 @@ package migrate_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -10,7 +12,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -19,8 +20,7 @@ import (
 func ExampleRun() {
 	ctx := context.Background()
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil, nil)
-	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
+	st, _ := store.Connect(ctx, mem.New(mem.Options{}), store.Keys{Identities: []age.Identity{id}}, store.ConnectOptions{Create: true})
 
 	// Migrations run only while the instance lock is held.
 	lk, err := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
@@ -69,8 +69,7 @@ func ExampleImportDir() {
 	_ = os.WriteFile(filepath.Join(legacy, "keys", "signing.key"), []byte("k3y"), 0o600)
 
 	id, _ := age.GenerateX25519Identity()
-	env, _ := envelope.New([]age.Identity{id}, nil, nil)
-	st, _ := store.Open(mem.New(mem.Options{}), env, store.Options{})
+	st, _ := store.Connect(ctx, mem.New(mem.Options{}), store.Keys{Identities: []age.Identity{id}}, store.ConnectOptions{Create: true})
 	lk, _ := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
 	defer lk.Release(ctx)
 
@@ -83,4 +82,25 @@ func ExampleImportDir() {
 	fmt.Printf("legacy/keys/signing.key = %s\n", v)
 	// Output:
 	// legacy/keys/signing.key = k3y
+}
+
+// An import for instances that may never have had the directory (a fresh
+// install): a missing one imports nothing and the step is recorded as
+// applied. ImportDir, by contrast, fails the boot naming the directory.
+func ExampleImportDirIfPresent() {
+	ctx := context.Background()
+	id, _ := age.GenerateX25519Identity()
+	st, _ := store.Connect(ctx, mem.New(mem.Options{}), store.Keys{Identities: []age.Identity{id}}, store.ConnectOptions{Create: true})
+	lk, _ := lock.Acquire(ctx, st, lock.Options{InstanceID: "pod-a", Logger: slog.New(slog.DiscardHandler)})
+	defer lk.Release(ctx)
+
+	missing := filepath.Join(os.TempDir(), "cairn-state-example-never-existed")
+	quiet := migrate.Options{Logger: slog.New(slog.DiscardHandler)}
+	_, err := migrate.Run(ctx, lk, st, []migrate.Migration{migrate.ImportDir(missing, "legacy/")}, quiet)
+	fmt.Println("ImportDir:", errors.Is(err, fs.ErrNotExist))
+	res, err := migrate.Run(ctx, lk, st, []migrate.Migration{migrate.ImportDirIfPresent(missing, "legacy/")}, quiet)
+	fmt.Println("ImportDirIfPresent:", err, len(res.Ran))
+	// Output:
+	// ImportDir: true
+	// ImportDirIfPresent: <nil> 1
 }

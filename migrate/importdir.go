@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -34,9 +35,12 @@ var (
 // It is idempotent: a file whose state name already holds the same bytes is
 // counted as present and not rewritten. A state name that holds different
 // bytes stops the import with ErrImportConflict rather than overwrite it.
-// A missing dir is not an error: there is nothing to import (a fresh
-// install, or a machine whose legacy directory was already retired), and
-// the step is recorded as applied.
+//
+// A missing dir fails the step, naming it, with an error matching
+// fs.ErrNotExist: nothing is imported and the step is not recorded, so the
+// boot stops and the next one, with the directory there (a volume mounted
+// late, a path mistyped), imports it. An instance that may never have had
+// the directory (a fresh install) uses [ImportDirIfPresent].
 //
 // Regular files are imported, and symbolic links to regular files are
 // followed; anything else (sockets, links to directories) is skipped with a
@@ -46,16 +50,29 @@ var (
 // slashes at its ends when prefix is not empty; the directory is not part
 // of it, since it may differ between machines. Set the returned
 // Migration's ID to choose another.
-func ImportDir(dir, prefix string) Migration {
+func ImportDir(dir, prefix string) Migration { return importDirMigration(dir, prefix, false) }
+
+// ImportDirIfPresent is [ImportDir] for a directory that may never have
+// existed on this instance (a fresh install): when dir is missing it
+// imports nothing, logs so naming the path, and the step is recorded as
+// applied — it is not looked for again, so a directory that appears later
+// is never imported.
+func ImportDirIfPresent(dir, prefix string) Migration { return importDirMigration(dir, prefix, true) }
+
+func importDirMigration(dir, prefix string, ifPresent bool) Migration {
 	id := "import-legacy-dir"
 	if p := strings.Trim(prefix, "/"); p != "" {
 		id += ":" + p
 	}
+	what := "import legacy files from %s under %q"
+	if ifPresent {
+		what = "import legacy files from %s (if present) under %q"
+	}
 	return Migration{
 		ID:          id,
-		Description: fmt.Sprintf("import legacy files from %s under %q", dir, prefix),
+		Description: fmt.Sprintf(what, dir, prefix),
 		Up: func(ctx context.Context, st *store.Store) error {
-			_, err := importDir(ctx, st, dir, prefix)
+			_, err := importDir(ctx, st, dir, prefix, ifPresent)
 			return err
 		},
 	}
@@ -67,14 +84,16 @@ type importStats struct {
 	Bytes                            int64
 }
 
-func importDir(ctx context.Context, st *store.Store, dir, prefix string) (importStats, error) {
+func importDir(ctx context.Context, st *store.Store, dir, prefix string, ifPresent bool) (importStats, error) {
 	var stats importStats
 	log := Logger(ctx)
 	fi, err := os.Stat(dir)
 	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-		log.Info("legacy import: directory does not exist; nothing to import", "dir", dir)
+	case errors.Is(err, iofs.ErrNotExist) && ifPresent:
+		log.Info("legacy import: the directory does not exist; nothing imported (the import is optional), and the step is recorded as applied: it will not be looked for again", "dir", dir)
 		return stats, nil
+	case errors.Is(err, iofs.ErrNotExist):
+		return stats, fmt.Errorf("legacy import: the directory %s does not exist (%w): nothing was imported and the step is not recorded as applied; mount or restore it and start again, or, if this instance never had one, import with migrate.ImportDirIfPresent", dir, iofs.ErrNotExist)
 	case err != nil:
 		return stats, fmt.Errorf("legacy import: %w", err)
 	case !fi.IsDir():
@@ -155,7 +174,7 @@ func importFile(ctx context.Context, st *store.Store, file, name string) (int64,
 	}
 	// IfAbsent where the backend can enforce it, so that a value written
 	// meanwhile by anyone is never clobbered.
-	opts := store.PutOptions{IfAbsent: st.ConditionalWrites()}
+	opts := store.PutOptions{IfAbsent: storeadmin.ConditionalWrites(st)}
 	if _, err := st.Put(ctx, name, data, opts); err != nil {
 		return n, false, fmt.Errorf("legacy import of %s: writing %q: %w", file, name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
 )
@@ -55,7 +58,7 @@ func TestImportDir_EveryFileIsStoredVerifiedAndTheSourceKept(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := store.Open(mem.New(mem.Options{NoConditionalWrites: !cas}), newEnvelope(t), store.Options{Logger: quietLogger()})
+			st, err := storeadmin.Open(mem.New(mem.Options{NoConditionalWrites: !cas}), testkit.Envelope(t), store.Options{Logger: quietLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,15 +144,45 @@ func TestImportDir_StateHoldsDifferentContent_RefusesToOverwrite(t *testing.T) {
 	}
 }
 
-func TestImportDir_MissingDirectory_ImportsNothingAndIsApplied(t *testing.T) {
+func TestImportDir_MissingDirectory_FailsNamingIt_NotRecorded_ThenImportsOnceItIsThere(t *testing.T) {
 	ctx := context.Background()
 	st := newStore(t)
 	l := acquire(t, st, "pod-a")
-	m := migrate.ImportDir(filepath.Join(t.TempDir(), "never-existed"), "")
+	dir := filepath.Join(t.TempDir(), "mounted-late")
+	m := migrate.ImportDir(dir, "")
 	if m.ID != "import-legacy-dir" {
 		t.Errorf("ID = %q", m.ID)
 	}
+	_, err := migrate.Run(ctx, l, st, []migrate.Migration{m}, migrate.Options{Logger: quietLogger()})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "ImportDirIfPresent") {
+		t.Fatalf("a missing legacy directory: %v, want an error naming it and the way out", err)
+	}
+	if states(t, st)[m.ID] == migrate.StateApplied {
+		t.Fatal("recorded as applied although nothing was imported")
+	}
+	// The volume is mounted: the next boot imports it.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte("t0k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := migrate.Run(ctx, l, st, []migrate.Migration{m}, migrate.Options{Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	if states(t, st)[m.ID] != migrate.StateApplied || get(t, st, "token") != "t0k" {
+		t.Fatal("the directory mounted late was not imported")
+	}
+}
+
+func TestImportDirIfPresent_MissingDirectory_ImportsNothing_AppliedSayingSo(t *testing.T) {
+	ctx := context.Background()
+	st := newStore(t)
+	l := acquire(t, st, "pod-a")
+	dir := filepath.Join(t.TempDir(), "never-existed")
+	m := migrate.ImportDirIfPresent(dir, "")
+	logs := &logBuffer{}
+	if _, err := migrate.Run(ctx, l, st, []migrate.Migration{m}, migrate.Options{Logger: logs.logger()}); err != nil {
 		t.Fatal(err)
 	}
 	if states(t, st)[m.ID] != migrate.StateApplied {
@@ -157,6 +190,9 @@ func TestImportDir_MissingDirectory_ImportsNothingAndIsApplied(t *testing.T) {
 	}
 	if n := len(versions(t, st)); n != 0 {
 		t.Fatalf("%d objects written", n)
+	}
+	if !strings.Contains(logs.String(), "not be looked for again") || !strings.Contains(logs.String(), dir) {
+		t.Errorf("no log line naming the directory:\n%s", logs)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -70,24 +71,49 @@ func decodeLog(data []byte) (*logDoc, error) {
 	return &lg, nil
 }
 
-// readLog reads the log; an absent log is an empty one.
-func readLog(ctx context.Context, st *store.Store) (*logDoc, error) {
-	data, _, err := st.Internal().Get(ctx, LogName)
+// ErrLogMissing means the migration log does not exist although the
+// store's manifest records that it did (storemeta.Manifest.MigrationLog): it
+// was deleted. Nothing is run again: every migration would, seed
+// migrations resetting what they seeded. The error names the log.
+var ErrLogMissing = errors.New("the migration log is missing, but the store's manifest says it exists")
+
+// readLog reads the log; an absent log is an empty one, unless the
+// store's manifest says it exists (ErrLogMissing). exists reports
+// whether it was there.
+func readLog(ctx context.Context, st *store.Store) (lg *logDoc, exists bool, err error) {
+	data, _, err := storeadmin.Internal(st).Get(ctx, LogName)
 	if isNotFound(err) {
-		return &logDoc{Version: logVersion}, nil
+		if m, ok := storeadmin.Manifest(st); ok && m.MigrationLog {
+			key, _ := storeadmin.Key(storeadmin.Internal(st), LogName)
+			return nil, false, fmt.Errorf("migrations: %w: %s is gone, but the manifest of store %s (generation %d) records it; "+
+				"restore it from a backup (no migration was run again)", ErrLogMissing, key, m.ID, m.Generation)
+		}
+		return &logDoc{Version: logVersion}, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading migration log: %w", err)
+		return nil, false, fmt.Errorf("reading migration log: %w", err)
 	}
-	return decodeLog(data)
+	lg, err = decodeLog(data)
+	return lg, err == nil, err
+}
+
+// recordLog makes the store's manifest say that the log exists (once: it
+// does nothing when it says so already), through st fenced by the
+// caller.
+func recordLog(ctx context.Context, st *store.Store) error {
+	if m, ok := storeadmin.Manifest(st); !ok || m.MigrationLog {
+		return nil
+	}
+	return storeadmin.RecordMigrationLog(ctx, st)
 }
 
 // updateLog applies fn to the log and writes it through st (fenced by the
-// caller), compare-and-swap where the backend allows. It returns the log as
+// caller), compare-and-swap where the backend allows, then makes sure the
+// store's manifest records that the log exists. It returns the log as
 // written.
 func updateLog(ctx context.Context, st *store.Store, fn func(*logDoc) error) (*logDoc, error) {
 	var out *logDoc
-	_, err := st.Internal().Update(ctx, LogName, func(old []byte, exists bool) ([]byte, error) {
+	_, err := storeadmin.Internal(st).Update(ctx, LogName, func(old []byte, exists bool) ([]byte, error) {
 		lg := &logDoc{Version: logVersion}
 		if exists {
 			var err error
@@ -102,6 +128,9 @@ func updateLog(ctx context.Context, st *store.Store, fn func(*logDoc) error) (*l
 		return json.MarshalIndent(lg, "", "  ")
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := recordLog(ctx, st); err != nil {
 		return nil, err
 	}
 	return out, nil

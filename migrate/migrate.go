@@ -160,7 +160,7 @@ func Plan(ctx context.Context, st *store.Store, ms []Migration) ([]Step, error) 
 	if err := validate(ms); err != nil {
 		return nil, err
 	}
-	lg, err := readLog(ctx, st)
+	lg, _, err := readLog(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func Plan(ctx context.Context, st *store.Store, ms []Migration) ([]Step, error) 
 // and no list of migrations: it is what `cairn-state migrate status`
 // shows. An absent log gives an empty slice.
 func Applied(ctx context.Context, st *store.Store) ([]Record, error) {
-	lg, err := readLog(ctx, st)
+	lg, _, err := readLog(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +208,16 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	if logger == nil {
 		logger = slog.Default()
 	}
-	lg, err := readLog(ctx, st)
+	lg, exists, err := readLog(ctx, st)
 	if err != nil {
 		return res, err
+	}
+	if exists {
+		// A log written before its manifest recorded it (an interrupted
+		// first run): record it now.
+		if err := recordLog(ctx, st.WithFence(l)); err != nil {
+			return res, fmt.Errorf("migrations: %w", err)
+		}
 	}
 	if unknown := lg.unknownApplied(ms); len(unknown) > 0 {
 		if !opts.AllowUnknown {
@@ -274,7 +281,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 		}
 
 		started := time.Now().UTC()
-		lg, err = updateLog(ctx, fenced, func(lg *logDoc) error {
+		_, err = updateLog(ctx, fenced, func(lg *logDoc) error {
 			r := lg.upsert(m.ID)
 			r.Description = m.Description
 			r.State = StateStarted

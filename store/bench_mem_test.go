@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -55,7 +56,7 @@ func (plainSealer) Open(_ string, s []byte) ([]byte, error) { return s, nil }
 //
 //	go test -run '^$' -bench MemPlain -count 10 ./store [-args -store.bench-metrics]
 func BenchmarkMemPlain(b *testing.B) {
-	st, err := store.Open(mem.New(mem.Options{}), plainSealer{}, store.Options{MeterProvider: benchProvider(b)})
+	st, err := storeadmin.Open(mem.New(mem.Options{}), plainSealer{}, store.Options{MeterProvider: benchProvider(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

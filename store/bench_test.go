@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -32,20 +33,7 @@ import (
 //
 //	go test -run x -bench Versitygw -count 5 ./store
 func BenchmarkVersitygw(b *testing.B) {
-	srv := versitygw.Start(b)
-	bucket := srv.NewBucket(b)
-	httpClient := benchHTTPClient(b)
-	opts := srv.Options(bucket)
-	opts.HTTPClient = httpClient
-	opts.Logger = slog.New(slog.DiscardHandler)
-	be, err := s3.New(context.Background(), opts)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { be.Close() })
-	if _, err := be.ResolveCapabilities(context.Background()); err != nil {
-		b.Fatal(err)
-	}
+	be, raw, bucket, opts := benchVersitygw(b)
 	// The store as applications get it: connected through its manifest,
 	// every object bound to the store id and sealed to its recipient set.
 	key, err := age.GenerateX25519Identity()
@@ -53,22 +41,14 @@ func BenchmarkVersitygw(b *testing.B) {
 		b.Fatal(err)
 	}
 	st, err := store.Connect(context.Background(), be, store.Keys{Identities: []age.Identity{key}},
-		&store.ConnectOptions{Create: true, Options: store.Options{Logger: opts.Logger}})
+		store.ConnectOptions{Create: true, Options: store.Options{Logger: opts.Logger}})
+
 	if err != nil {
 		b.Fatal(err)
 	}
-	if m, ok := st.Manifest(); !ok || m.ID.IsZero() {
+	if m, ok := storeadmin.Manifest(st); !ok || m.ID.IsZero() {
 		b.Fatal("no manifest")
 	}
-	raw := awss3.New(awss3.Options{
-		Region:                     srv.Region,
-		Credentials:                credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
-		BaseEndpoint:               aws.String(srv.Endpoint),
-		UsePathStyle:               true,
-		HTTPClient:                 httpClient,
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
 	ctx := context.Background()
 	value := make([]byte, 4<<10)
 	rand.Read(value)
@@ -138,6 +118,17 @@ func BenchmarkVersitygw(b *testing.B) {
 			func() error { return rawPut("raw/one", value) })
 	})
 
+	// A fenced store (a holder's, docs/adr/0026): every write conditional
+	// on the version it knows, here the one it wrote last.
+	fenced := st.WithFence(&switchFence{})
+	if _, err := fenced.Put(ctx, "fenced", value, store.PutOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Put4KiB/fenced-paired", func(b *testing.B) {
+		paired(b, func() error { _, err := fenced.Put(ctx, "fenced", value, store.PutOptions{}); return err },
+			func() error { return rawPut("raw/one", value) })
+	})
+
 	// The S3 backend alone against the raw SDK, to tell the backend's
 	// cost from the sealing's.
 	b.Run("Put4KiB/backend-paired", func(b *testing.B) {
@@ -175,7 +166,7 @@ func BenchmarkVersitygw(b *testing.B) {
 		b.SetBytes(objects * int64(len(value)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := st.GetMany(ctx, names, &store.ManyOptions{Concurrency: concurrency}); err != nil {
+			if _, err := st.GetMany(ctx, names, store.ManyOptions{Concurrency: concurrency}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -200,7 +191,7 @@ func BenchmarkVersitygw(b *testing.B) {
 		return nil
 	}
 	storeLoad := func() error {
-		_, err := st.GetMany(ctx, names, &store.ManyOptions{Concurrency: concurrency})
+		_, err := st.GetMany(ctx, names, store.ManyOptions{Concurrency: concurrency})
 		return err
 	}
 	b.Run("Load1000x4KiB/raw", func(b *testing.B) {
@@ -252,4 +243,35 @@ func benchHTTPClient(b *testing.B) *http.Client {
 	tr.MaxIdleConnsPerHost = 2 * store.DefaultConcurrency
 	b.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
+}
+
+// benchVersitygw starts a versitygw with a bucket and returns the store's
+// backend on it and a raw aws-sdk-go-v2 client on the same bucket, both
+// with the same HTTP transport settings and checksum policy, so that a
+// ratio of the two is the store's own cost.
+func benchVersitygw(b *testing.B) (*s3.Backend, *awss3.Client, string, s3.Options) {
+	srv := versitygw.Start(b)
+	bucket := srv.NewBucket(b)
+	httpClient := benchHTTPClient(b)
+	opts := srv.Options(bucket)
+	opts.HTTPClient = httpClient
+	opts.Logger = slog.New(slog.DiscardHandler)
+	be, err := s3.New(context.Background(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { be.Close() })
+	if _, err := be.ResolveCapabilities(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	raw := awss3.New(awss3.Options{
+		Region:                     srv.Region,
+		Credentials:                credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, ""),
+		BaseEndpoint:               aws.String(srv.Endpoint),
+		UsePathStyle:               true,
+		HTTPClient:                 httpClient,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+	return be, raw, bucket, opts
 }

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +13,9 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storehook"
+	"github.com/cairnhq/state/internal/storemeta"
 )
 
 // Keys are what a store is connected with: the identities that open (and
@@ -29,7 +29,7 @@ type Keys struct {
 	// Recipients are extra recipients in age's form (a recovery key, say).
 	// With the identities' own recipients they make a new store's
 	// recipient set; for an existing store they are only compared with its
-	// set ([Store.RecipientDiff]): writers seal to the store's set.
+	// set (a rekey reconciles them): writers seal to the store's set.
 	Recipients []age.Recipient
 	// Recovery identities may open the application's objects (names not
 	// starting with '.') that no identity authenticates: an emergency
@@ -39,68 +39,86 @@ type Keys struct {
 	Recovery []age.Identity
 }
 
-// ConnectOptions configure [Connect]. A nil *ConnectOptions, like the zero
-// value, means a read-only connection with the store's default options.
+// ConnectOptions configure [Connect]. The zero value means a connection
+// to an existing store with the store's default options.
 type ConnectOptions struct {
 	// Options are the store's options (Root, MaxObjectSize, …).
 	Options
-	// Create makes the connection write-capable: a store without a
-	// manifest gets one — a new store in FormatBound, a store older than
-	// manifests in FormatLegacy once one of its objects opens with
-	// Keys.Identities. Where the backend has conditional writes the
-	// manifest is written at once, if absent; otherwise the caller must
-	// call [Store.CommitManifest] once it holds the instance lock. Without
-	// Create, a store without a manifest is opened as it is: its objects
-	// (bound to no store) open, and writes fail with [ErrNoManifest].
+	// Create lets the connection create a store where there is none: only
+	// where nothing is under .cairn-state/ (the lock's own objects
+	// aside). Where the backend has
+	// conditional writes the new manifest is written at once, if absent;
+	// otherwise state.Open (or `cairn-state init`) writes it once it holds
+	// the instance lock. Without Create, a location without a store fails
+	// with [ErrNoStore]. It needs an identity.
 	Create bool
+	// New makes the connection create a new store and nothing else (it
+	// implies Create): a store already at the location, or created there
+	// by another process first, fails with a [*StoreExistsError]
+	// ([ErrStoreExists]). For `cairn-state init`.
+	New bool
+	// StoreID, when not zero, pins the store: a manifest that names
+	// another store id fails with a [*WrongStoreError] before anything
+	// else is read, opened or written, and no store is created (a
+	// location without one fails with [ErrNoStore]).
+	StoreID envelope.StoreID
+	// RequireConfiguredRecipients refuses, with [ErrUnlistedRecipient], a
+	// store whose recipient set holds a recipient that Keys do not name
+	// (their identities' recipients and the extra ones): what a manifest
+	// put back from before a rekey that removed a recipient looks like,
+	// caught before any object is read.
+	RequireConfiguredRecipients bool
+	// Location names the store in errors and in the warning logged when a
+	// store is created: its URL without credentials, say. Empty means its
+	// key prefix.
+	Location string
 }
 
-// lockPrefix starts the names of the lock's objects (lock.ListPrefix;
+// lockPrefix starts the names of the lock's objects (lock's listPrefix;
 // the store cannot import the lock).
 const lockPrefix = ".lock"
-
-// upgradeSample is how many objects of a store without a manifest Connect
-// tries, at most, before it decides that the identities do not belong.
-const upgradeSample = 16
 
 // Connect opens the store of b as the holder of keys, checking first that
 // the keys belong to it: it reads the store's manifest,
 // <root>/.cairn-state/.store, before anything else, and returns a store
-// whose objects are bound to the store's id and sealed to its recipient
-// set (docs/adr/0021). It never touches the lock.
+// whose objects are bound to the store's id, sealed to its recipient set
+// and stamped with its generation (docs/adr/0021, 0031). The backend is
+// told the capabilities the manifest records (backend.AdoptCapabilities),
+// so the storage is not probed again. It never touches the lock.
 //
-// Errors: a [*NotMemberError] (errors.Is [ErrNotMember]) when no identity
-// opens the manifest — nothing is written; a [*ManifestError] ([ErrBadManifest])
-// when the manifest is garbage, tampered or missing while the objects are
-// bound to a store — it is neither re-created nor overwritten; the
-// backend's error when the storage fails; envelope.ErrInvalidIdentity and
-// envelope.ErrInvalidRecipient for unusable keys.
+// Errors: a [*WrongStoreError] ([ErrWrongStore]) for a store other than
+// opts.StoreID; a [*NotMemberError] ([ErrNotMember]) when no identity
+// opens the manifest — nothing is written; a [*ManifestError]
+// ([ErrBadManifest]) when the manifest is garbage or tampered, or
+// ([ErrManifestMissing]) missing while other objects are there — it is
+// neither re-created nor overwritten; a [*NoStoreError] ([ErrNoStore])
+// where there is no store and none may be created;
+// [ErrUnlistedRecipient]; backend.ErrCapabilityMismatch when the backend
+// is configured for another lock mode than the store's; the backend's
+// error when the storage fails; [ErrInvalidIdentity] and
+// [ErrInvalidRecipient] for unusable keys.
 //
 // With no identity and no recovery identity, the store is keyless: it
-// lists and describes objects but opens and writes none, and the manifest
-// is not read. With recovery identities only, it is an emergency read-only
-// store bound to the id the manifest's header carries (unauthenticated):
+// lists and describes objects but opens and writes none; its id is the one
+// the manifest's header carries (not authenticated). With recovery
+// identities only, it is an emergency read-only store bound to that id:
 // the application's objects open through the recovery identities, the
 // reserved ones do not.
-func Connect(ctx context.Context, b backend.Backend, keys Keys, opts *ConnectOptions) (*Store, error) {
-	var o ConnectOptions
-	if opts != nil {
-		o = *opts
-	}
-	base, err := Open(b, &storeSealer{readOnly: true}, o.Options)
+func Connect(ctx context.Context, b backend.Backend, keys Keys, o ConnectOptions) (*Store, error) {
+	base, err := openStore(b, &storeSealer{readOnly: true, state: &manifestState{}}, o.Options)
 	if err != nil {
 		return nil, err
 	}
-	if len(keys.Identities) == 0 {
-		if o.Create {
-			return nil, fmt.Errorf("store: connect: %w: a write-capable connection needs an identity", errNoKey)
-		}
-		if len(keys.Recovery) == 0 {
-			return base, nil
-		}
+	if o.Location == "" {
+		o.Location = base.c.prefix
+	}
+	o.Create = o.Create || o.New
+	base.c.location = o.Location
+	if o.Create && len(keys.Identities) == 0 {
+		return nil, fmt.Errorf("store: connect: %w: creating a store needs an identity", errNoKey)
 	}
 	for attempt := 1; ; attempt++ {
-		st, err := base.connectOnce(ctx, keys, o.Create)
+		st, err := base.connectOnce(ctx, keys, &o)
 		if errors.Is(err, errCreatedMeanwhile) && attempt < 4 {
 			continue // another process created the manifest first: read theirs
 		}
@@ -108,52 +126,85 @@ func Connect(ctx context.Context, b backend.Backend, keys Keys, opts *ConnectOpt
 	}
 }
 
-// errCreatedMeanwhile: the if-absent write of a new manifest lost a race.
+// errCreatedMeanwhile: the manifest appeared while the connection looked
+// for it, or the if-absent write of a new one lost a race.
 var errCreatedMeanwhile = errors.New("the manifest was created meanwhile")
 
 // manifestKey is the backend key of the store's manifest.
-func (s *Store) manifestKey() string { return s.c.prefix + ManifestName }
+func (s *Store) manifestKey() string { return s.c.prefix + storemeta.ManifestName }
 
-func (s *Store) connectOnce(ctx context.Context, keys Keys, create bool) (*Store, error) {
+func (s *Store) connectOnce(ctx context.Context, keys Keys, o *ConnectOptions) (*Store, error) {
 	key := s.manifestKey()
-	sealed, obj, err := s.read(ctx, key, ManifestName)
+	sealed, obj, err := s.read(ctx, key, storemeta.ManifestName)
 	switch {
 	case err == nil:
-		return s.connectExisting(keys, sealed, obj)
+		return s.connectExisting(ctx, keys, o, sealed, obj)
 	case errors.Is(err, ErrNotFound):
 	case errors.Is(err, ErrUnreadable):
-		return nil, &ManifestError{Key: key, Err: err}
+		return nil, &ManifestError{Key: key, Location: o.Location, Err: err}
 	default:
 		return nil, fmt.Errorf("store: connect: reading the manifest: %w", err)
 	}
-
-	// No manifest: a new store, or one older than manifests.
-	legacy, err := envelope.New(keys.Identities, keys.Recipients, &envelope.Options{AcceptLegacy: true, Logger: s.c.log})
-	if err != nil && len(keys.Identities) > 0 {
+	// No manifest: an empty location, or a store whose manifest was
+	// removed. Nothing is ever created where objects are.
+	if err := s.checkEmpty(ctx, o.Location); err != nil {
 		return nil, err
 	}
-	if !create {
-		ss := &storeSealer{readOnly: true, keys: keys, state: &manifestState{}}
-		if len(keys.Identities) > 0 {
-			ss.env = legacy
+	if !o.Create || !o.StoreID.IsZero() {
+		return nil, &NoStoreError{Location: o.Location, Pinned: o.StoreID}
+	}
+	return s.create(ctx, keys)
+}
+
+// checkEmpty fails with a *ManifestError (ErrManifestMissing) when
+// objects other than the lock's are under the store's prefix while its
+// manifest is not: the manifest was removed. The lock's objects say
+// nothing: on a backend without conditional writes a new store's first
+// holder writes them, bound to its id, before its manifest (and may crash
+// in between). A manifest found by the listing was created meanwhile.
+func (s *Store) checkEmpty(ctx context.Context, location string) error {
+	found := ""
+	err := s.c.b.List(ctx, s.c.prefix, func(o backend.Object) error {
+		if name := strings.TrimPrefix(o.Key, s.c.prefix); !strings.HasPrefix(name, lockPrefix) {
+			found = name
+			return errStop
 		}
-		if len(keys.Recovery) > 0 {
-			if ss.recov, err = envelope.New(keys.Identities, keys.Recipients, &envelope.Options{AcceptLegacy: true, Recovery: keys.Recovery, Logger: s.c.log}); err != nil {
-				return nil, err
-			}
-		}
-		return s.withSealer(ss), nil
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return fmt.Errorf("store: connect: listing the store: %w", err)
+	}
+	switch found {
+	case "":
+		return nil
+	case storemeta.ManifestName:
+		return errCreatedMeanwhile
+	}
+	return &ManifestError{Key: s.manifestKey(), Location: location, Missing: true, Found: fmt.Sprintf("%q", found)}
+}
+
+// create makes a new store: a manifest with a fresh id, the configured
+// recipients, and the lock mode the storage's capabilities imply. Where
+// the backend has conditional writes the manifest is written at once, if
+// absent; otherwise it is pending until CommitManifest.
+func (s *Store) create(ctx context.Context, keys Keys) (*Store, error) {
+	env, err := envelope.New(keys.Identities, keys.Recipients, envelope.Options{Logger: discardLogger})
+	if err != nil {
+		return nil, err
 	}
 	caps, err := backend.ResolveCapabilities(ctx, s.c.b)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	format, err := s.sampleForUpgrade(ctx, legacy)
-	if err != nil {
-		return nil, err
+	m := storemeta.Manifest{Generation: 1, Recipients: env.Recipients(), LockMode: storemeta.LockModeClaims, Storage: caps.Evidence, CopySourceConditions: caps.CopySourceConditions}
+	if caps.ConditionalWrites {
+		m.LockMode = storemeta.LockModeCAS
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	m := Manifest{ID: newStoreID(now), Format: format, Created: now, Recipients: legacy.Recipients(), Generation: 1}
+	if m.Storage == "" {
+		m.Storage = fmt.Sprintf("the backend's fixed capabilities (conditional writes: %t)", caps.ConditionalWrites)
+	}
+	m.Created = time.Now().UTC().Truncate(time.Millisecond)
+	m.ID = newStoreID(m.Created)
 	st, err := s.bind(m, keys, &manifestState{})
 	if err != nil {
 		return nil, err
@@ -164,7 +215,7 @@ func (s *Store) connectOnce(ctx context.Context, keys Keys, create bool) (*Store
 		s.c.log.DebugContext(ctx, "store: no manifest yet; it is written once the lock is held", "store_id", m.ID)
 		return st, nil
 	}
-	if err := st.CommitManifest(ctx); err != nil {
+	if err := st.commitManifest(ctx); err != nil {
 		if errors.Is(err, ErrManifestChanged) {
 			return nil, errCreatedMeanwhile
 		}
@@ -174,143 +225,77 @@ func (s *Store) connectOnce(ctx context.Context, keys Keys, create bool) (*Store
 }
 
 // connectExisting opens the manifest read from storage.
-func (s *Store) connectExisting(keys Keys, sealed []byte, obj backend.Object) (*Store, error) {
+func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOptions, sealed []byte, obj backend.Object) (*Store, error) {
 	key := s.manifestKey()
-	hdr, err := envelope.PeekHeader(ManifestName, sealed)
+	bad := func(err error) error { return &ManifestError{Key: key, Location: o.Location, Err: err} }
+	hdr, err := envelope.PeekHeader(storemeta.ManifestName, sealed)
 	if err != nil {
-		return nil, &ManifestError{Key: key, Err: err}
+		return nil, bad(err)
 	}
 	if hdr.StoreID.IsZero() {
-		return nil, &ManifestError{Key: key, Err: errors.New("it is bound to no store")}
+		return nil, bad(errors.New("it is bound to no store"))
+	}
+	if !o.StoreID.IsZero() && hdr.StoreID != o.StoreID {
+		e := &WrongStoreError{Key: key, Location: o.Location, Pinned: o.StoreID, Found: hdr.StoreID}
+		e.Created, _ = storeIDTime(hdr.StoreID)
+		return nil, e
+	}
+	if o.New {
+		return nil, &StoreExistsError{Location: o.Location, Found: hdr.StoreID}
 	}
 	state := &manifestState{exists: true, version: obj.Version}
 	if len(keys.Identities) == 0 {
-		// Recovery identities only: an emergency read of the
+		// Keyless, or recovery identities only: an emergency read of the
 		// application's objects, bound to the id the header claims.
-		recov, err := envelope.New(nil, nil, &envelope.Options{StoreID: hdr.StoreID, AcceptLegacy: true, Recovery: keys.Recovery, Logger: s.c.log})
-		if err != nil {
-			return nil, err
+		ss := &storeSealer{readOnly: true, id: hdr.StoreID, keys: keys, state: state}
+		if len(keys.Recovery) > 0 {
+			if ss.recov, err = envelope.New(nil, nil, envelope.Options{StoreID: hdr.StoreID, Recovery: keys.Recovery, Logger: s.c.log}); err != nil {
+				return nil, err
+			}
 		}
-		return s.withSealer(&storeSealer{readOnly: true, id: hdr.StoreID, recov: recov, keys: keys, state: state}), nil
+		return s.withSealer(ss), nil
 	}
-	open, err := envelope.New(keys.Identities, nil, &envelope.Options{StoreID: hdr.StoreID, Logger: s.c.log})
+	open, err := envelope.New(keys.Identities, nil, envelope.Options{StoreID: hdr.StoreID, Logger: s.c.log})
 	if err != nil {
 		return nil, err
 	}
-	plain, err := open.Open(ManifestName, sealed)
+	plain, err := open.Open(storemeta.ManifestName, sealed)
 	switch {
-	case errors.Is(err, envelope.ErrNoIdentity), errors.Is(err, envelope.ErrUnauthenticated):
-		e := &NotMemberError{Key: key, StoreID: hdr.StoreID, Recipients: ageRecipients(sealed), Err: err}
-		e.Created, _ = StoreIDTime(hdr.StoreID)
+	case errors.Is(err, envelope.ErrNoMatchingIdentity), errors.Is(err, envelope.ErrUnauthenticated):
+		e := &NotMemberError{Key: key, StoreID: hdr.StoreID, Recipients: hdr.AgeRecipients, Err: err}
+		e.Created, _ = storeIDTime(hdr.StoreID)
 		return nil, e
 	case err != nil:
-		return nil, &ManifestError{Key: key, Err: err}
+		return nil, bad(err)
 	}
 	m, err := decodeManifest(plain)
-	if err != nil {
-		return nil, &ManifestError{Key: key, Err: err}
+	switch {
+	case err != nil:
+		return nil, bad(err)
+	case m.ID != hdr.StoreID:
+		return nil, bad(fmt.Errorf("it records store id %s but is bound to %s", m.ID, hdr.StoreID))
+	case hdr.Stamp.Generation != m.Generation:
+		return nil, bad(fmt.Errorf("it records generation %d but was sealed under generation %d", m.Generation, hdr.Stamp.Generation))
 	}
-	if m.ID != hdr.StoreID {
-		return nil, &ManifestError{Key: key, Err: fmt.Errorf("it records store id %s but is bound to %s", m.ID, hdr.StoreID)}
+	recorded := backend.Capabilities{ConditionalWrites: m.ConditionalWrites(), CopySourceConditions: m.CopySourceConditions, Evidence: m.Storage}
+	if err := backend.AdoptCapabilities(ctx, s.c.b, recorded); err != nil {
+		return nil, fmt.Errorf("store: connect: %s records lock mode %s (decided at its creation from: %s): %w", o.Location, m.LockMode, m.Storage, err)
 	}
 	state.stored = &m
-	return s.bind(m, keys, state)
-}
-
-// sampleForUpgrade decides the format of a store that has no manifest:
-// FormatBound when it is empty but for the lock's objects; FormatLegacy when one of its first objects
-// opens with legacy's identities. It refuses with a *NotMemberError when
-// objects exist and none of those tried opens but some say "wrong key", and
-// with a *ManifestError when an object is bound to a store (the manifest
-// was removed).
-func (s *Store) sampleForUpgrade(ctx context.Context, legacy *envelope.Envelope) (int, error) {
-	var names []string
-	err := s.c.b.List(ctx, s.c.prefix, func(o backend.Object) error {
-		name := strings.TrimPrefix(o.Key, s.c.prefix)
-		if strings.HasPrefix(name, lockPrefix) {
-			// The lock's objects say nothing: without compare-and-swap a
-			// new store's first holder writes them, bound to its id,
-			// before the manifest (and may crash in between).
-			return nil
-		}
-		names = append(names, name)
-		if len(names) == upgradeSample {
-			return errStop
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errStop) {
-		return 0, fmt.Errorf("store: connect: listing the store: %w", err)
-	}
-	if len(names) == 0 {
-		return FormatBound, nil
-	}
-	var wrong *NotMemberError
-	tried := 0
-	for _, name := range names {
-		if validateName(name, true) != nil {
-			continue
-		}
-		key := s.c.prefix + name
-		sealed, _, err := s.read(ctx, key, name)
-		switch {
-		case errors.Is(err, ErrNotFound), errors.Is(err, ErrUnreadable):
-			continue
-		case err != nil:
-			return 0, fmt.Errorf("store: connect: %w", err)
-		}
-		hdr, err := envelope.PeekHeader(name, sealed)
-		if err != nil {
-			continue // not an envelope: nothing to learn from it
-		}
-		if !hdr.StoreID.IsZero() || name == ManifestName {
-			// Bound objects: another process may just have created the
-			// store; otherwise its manifest was removed.
-			if _, _, err := s.read(ctx, s.manifestKey(), ManifestName); !errors.Is(err, ErrNotFound) {
-				return 0, errCreatedMeanwhile
-			}
-			return 0, &ManifestError{Key: s.manifestKey(), Missing: true, BoundTo: hdr.StoreID}
-		}
-		tried++
-		_, err = legacy.Open(name, sealed)
-		switch {
-		case err == nil:
-			return FormatLegacy, nil
-		case errors.Is(err, envelope.ErrNoIdentity), errors.Is(err, envelope.ErrUnauthenticated):
-			if wrong == nil {
-				wrong = &NotMemberError{Key: key, Recipients: ageRecipients(sealed), Err: err}
-			}
-		}
-	}
-	if wrong != nil {
-		wrong.Tried = tried
-		return 0, wrong
-	}
-	// Nothing opened and nothing said "wrong key": garbage only.
-	s.c.log.WarnContext(ctx, "store: none of the store's first objects is a readable envelope; creating its manifest anyway", "tried", len(names))
-	return FormatLegacy, nil
-}
-
-// ageRecipients counts the recipient stanzas of a v2 object's age header,
-// located by the documented layout (docs/adr/0003: H = 116 + L + 40n);
-// 0 when it cannot tell. For messages only: it authenticates nothing.
-func ageRecipients(sealed []byte) int {
-	if len(sealed) < 84 || sealed[7] != envelope.FormatV2 {
-		return 0
-	}
-	h := 116 + int(binary.BigEndian.Uint16(sealed[10:12])) + 40*int(sealed[9])
-	if h >= len(sealed) {
-		return 0
-	}
-	hdr, err := age.ExtractHeader(bytes.NewReader(sealed[h:]))
+	st, err := s.bind(m, keys, state)
 	if err != nil {
-		return 0
+		return nil, err
 	}
-	return bytes.Count(hdr, []byte("\n-> "))
+	if d := st.recipientDiff(); o.RequireConfiguredRecipients && len(d.NotConfigured) > 0 {
+		return nil, fmt.Errorf("store: connect: %w: %s (store %s, generation %d); nothing was read or written. "+
+			"If the store's set is right, add the recipient to the configuration; if it is not, the manifest may have been put back from before a rekey: restore the newest one",
+			ErrUnlistedRecipient, d, m.ID, m.Generation)
+	}
+	return st, nil
 }
 
 // bind returns a view of s sealed for manifest m with keys.
-func (s *Store) bind(m Manifest, keys Keys, state *manifestState) (*Store, error) {
+func (s *Store) bind(m storemeta.Manifest, keys Keys, state *manifestState) (*Store, error) {
 	rcpts := make([]age.Recipient, 0, len(m.Recipients))
 	for _, t := range m.Recipients {
 		r, err := envelope.ParseRecipient(t)
@@ -319,15 +304,15 @@ func (s *Store) bind(m Manifest, keys Keys, state *manifestState) (*Store, error
 		}
 		rcpts = append(rcpts, r)
 	}
-	o := envelope.Options{StoreID: m.ID, ExactRecipients: true, AcceptLegacy: m.Format == FormatLegacy, Logger: s.c.log}
-	env, err := envelope.New(keys.Identities, rcpts, &o)
+	o := envelope.Options{StoreID: m.ID, ExactRecipients: true, Logger: s.c.log}
+	env, err := envelope.New(keys.Identities, rcpts, o)
 	if err != nil {
 		return nil, err
 	}
 	ss := &storeSealer{m: m, has: true, id: m.ID, env: env, keys: keys, state: state}
 	if len(keys.Recovery) > 0 {
 		o.Recovery = keys.Recovery
-		if ss.recov, err = envelope.New(keys.Identities, rcpts, &o); err != nil {
+		if ss.recov, err = envelope.New(keys.Identities, rcpts, o); err != nil {
 			return nil, err
 		}
 	}
@@ -345,7 +330,7 @@ func configuredRecipients(keys Keys) ([]string, error) {
 	if len(keys.Identities) == 0 {
 		return nil, nil
 	}
-	env, err := envelope.New(keys.Identities, keys.Recipients, &envelope.Options{Logger: discardLogger})
+	env, err := envelope.New(keys.Identities, keys.Recipients, envelope.Options{Logger: discardLogger})
 	if err != nil {
 		return nil, err
 	}
@@ -354,19 +339,20 @@ func configuredRecipients(keys Keys) ([]string, error) {
 
 // withSealer returns a new store over the same backend and options as s,
 // sealing with ss.
-func (s *Store) withSealer(ss Sealer) *Store {
+func (s *Store) withSealer(ss storehook.Sealer) *Store {
 	c := *s.c
 	c.sealer = ss
 	return &Store{c: &c, internal: s.internal, fences: s.fences}
 }
 
-// Rebind returns a store sealed for manifest m with keys: the same store
-// (m.ID must be its id) moving to another recipient set or format, as a
-// rekey does. Nothing is written: [Store.CommitManifest] writes m, and
-// until then objects written through the result are sealed to m's set
-// while .store still records the old one. It fails if none of keys'
-// identities is in m's set (nothing could be written).
-func (s *Store) Rebind(m Manifest, keys Keys) (*Store, error) {
+// rebind returns a store sealed for manifest m with keys: the same store
+// (m.ID must be its id) moving to another recipient set and generation, as
+// a rekey does. Nothing is written: storeadmin.CommitManifest writes m, and
+// until then objects written through the result are sealed to m's set and
+// stamped with m's generation while .store still records the old ones. It
+// fails if none of keys' identities is in m's set (nothing could be
+// written).
+func (s *Store) rebind(m storemeta.Manifest, keys Keys) (*Store, error) {
 	ss, ok := s.c.sealer.(*storeSealer)
 	if !ok || ss.id.IsZero() {
 		return nil, fmt.Errorf("store: rebind: %w: the store was not connected to a manifest", ErrNoManifest)
@@ -374,7 +360,7 @@ func (s *Store) Rebind(m Manifest, keys Keys) (*Store, error) {
 	if m.ID != ss.id {
 		return nil, fmt.Errorf("store: rebind: manifest of store %s, this store is %s", m.ID, ss.id)
 	}
-	if err := m.validate(); err != nil {
+	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("store: rebind: %w", err)
 	}
 	configured, err := configuredRecipients(Keys{Identities: keys.Identities})
@@ -387,71 +373,157 @@ func (s *Store) Rebind(m Manifest, keys Keys) (*Store, error) {
 	return s.bind(m, keys, ss.state)
 }
 
-// CommitManifest writes the manifest the store is bound to, if .store does
+// commitManifest writes the manifest the store is bound to, if .store does
 // not already hold it: the manifest of a new store on a backend without
 // conditional writes (call it while holding the instance lock: the lock is
 // what keeps two first opens from creating two stores there), or the one a
-// rekey moved to ([Store.Rebind]). Where the backend has conditional
+// rekey moved to (storeadmin.Rebind). Where the backend has conditional
 // writes, the write is conditional on .store being as it was read (or
 // absent); otherwise .store is read again first. Either way, a .store that
 // changed meanwhile fails with [ErrManifestChanged] and nothing is written:
 // connect again. A fenced view's fences apply. A store that holds its
 // manifest already returns nil at once.
-func (s *Store) CommitManifest(ctx context.Context) (err error) {
+func (s *Store) commitManifest(ctx context.Context) error {
 	ss, ok := s.c.sealer.(*storeSealer)
 	if !ok || !ss.has {
 		return fmt.Errorf("store: commit manifest: %w", ErrNoManifest)
 	}
-	st := ss.state
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.exists && st.stored != nil && st.stored.Equal(ss.m) {
+	ss.state.mu.Lock()
+	defer ss.state.mu.Unlock()
+	if err := s.writeManifest(ctx, ss, ss.manifest()); err != nil {
+		return fmt.Errorf("store: commit manifest: %w", err)
+	}
+	return nil
+}
+
+// recordMigrationLog records in the store's manifest that the migration
+// log exists (Manifest.MigrationLog), one generation up, so that a log
+// deleted from then on is refused rather than taken for a fresh store
+// (docs/adr/0033). The migrate package calls it, through the store
+// fenced by the lock it holds, once the log is written. The write is
+// commitManifest's: conditional on .store as it was read, or read again
+// first where the backend has no conditions; a .store that changed fails
+// with [ErrManifestChanged]. A manifest that says so already, or a store
+// without one (opened with storeadmin.Open), returns nil at once.
+func (s *Store) recordMigrationLog(ctx context.Context) error {
+	ss, ok := s.c.sealer.(*storeSealer)
+	if !ok || !ss.has {
 		return nil
 	}
-	if m := s.c.metrics; m != nil {
-		defer m.end(ctx, opPut, time.Now(), &err)
+	ss.state.mu.Lock()
+	defer ss.state.mu.Unlock()
+	next := ss.manifest()
+	if next.MigrationLog {
+		return nil
+	}
+	next.MigrationLog = true
+	next.Generation++
+	if err := s.writeManifest(ctx, ss, next); err != nil {
+		return fmt.Errorf("store: recording the migration log in the manifest: %w", err)
+	}
+	ss.mu.Lock()
+	ss.m = next
+	ss.mu.Unlock()
+	return nil
+}
+
+// writeManifest writes m as .store, conditional on .store being as this
+// connection knows it; the caller holds ss.state.mu. It does nothing when
+// .store already holds m.
+func (s *Store) writeManifest(ctx context.Context, ss *storeSealer, m storemeta.Manifest) (err error) {
+	st := ss.state
+	if st.exists && st.stored != nil && st.stored.Equal(m) {
+		return nil
+	}
+	if mt := s.c.metrics; mt != nil {
+		defer mt.end(ctx, opPut, time.Now(), &err)
 	}
 	key := s.manifestKey()
 	var po PutOptions
-	if s.ConditionalWrites() {
+	if s.conditionalWrites() {
 		if st.exists {
 			po.IfVersion = st.version
 		} else {
 			po.IfAbsent = true
 		}
 	} else {
-		_, obj, err := s.read(ctx, key, ManifestName)
+		_, obj, err := s.read(ctx, key, storemeta.ManifestName)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			if st.exists {
-				return fmt.Errorf("store: commit manifest: %s was removed meanwhile: %w", key, ErrManifestChanged)
+				return fmt.Errorf("%s was removed meanwhile: %w", key, ErrManifestChanged)
 			}
 		case err != nil && !errors.Is(err, ErrUnreadable):
-			return fmt.Errorf("store: commit manifest: %w", err)
+			return err
 		case !st.exists || obj.Version != st.version:
-			return fmt.Errorf("store: commit manifest: %s was written by another process meanwhile: %w", key, ErrManifestChanged)
+			return fmt.Errorf("%s was written by another process meanwhile: %w", key, ErrManifestChanged)
 		}
 	}
-	data, err := encodeManifest(ss.m)
+	data, err := encodeManifest(m)
 	if err != nil {
-		return fmt.Errorf("store: commit manifest: %w", err)
+		return err
 	}
-	sealed, err := ss.env.Seal(ManifestName, data)
+	sealed, _, err := s.sealWith(ss, storemeta.ManifestName, data, m.Generation)
 	if err != nil {
-		return fmt.Errorf("store: commit manifest: seal: %w", err)
+		return fmt.Errorf("seal: %w", err)
 	}
-	info, err := s.putSealed(ctx, key, ManifestName, sealed, po)
+	info, err := s.putSealed(ctx, key, storemeta.ManifestName, sealed, po)
 	if errors.Is(err, ErrPreconditionFailed) {
-		return fmt.Errorf("store: commit manifest: %w (%w)", ErrManifestChanged, err)
+		return fmt.Errorf("%w (%w)", ErrManifestChanged, err)
 	}
 	if err != nil {
-		return fmt.Errorf("store: commit manifest: %w", err)
+		return err
 	}
-	m := ss.m
+	created := !st.exists
 	st.exists, st.version, st.stored = true, info.Version, &m
-	s.c.log.InfoContext(ctx, "store: wrote the store's manifest", "store_id", m.ID, "format", m.Format,
-		"generation", m.Generation, "recipients", len(m.Recipients))
+	if created {
+		s.c.log.WarnContext(ctx, "store: created a new store; to refuse any other store at this location from now on, "+
+			"pin its id (state.Config.StoreID, cairn-state --store-id, CAIRN_STATE_STORE_ID)",
+			"store_id", m.ID, "location", s.c.location, "lock_mode", m.LockMode, "recipients", len(m.Recipients))
+		return nil
+	}
+	s.c.log.InfoContext(ctx, "store: wrote the store's manifest", "store_id", m.ID,
+		"generation", m.Generation, "recipients", len(m.Recipients), "migration_log", m.MigrationLog)
 	return nil
+}
+
+// seal seals data for name: through a connected store, stamped with the
+// manifest's generation and, through a fenced view, with the fence's epoch
+// and the next number of its write sequence (docs/adr/0030).
+func (s *Store) seal(name string, data []byte) ([]byte, envelope.Stamp, error) {
+	ss, ok := s.c.sealer.(*storeSealer)
+	if !ok {
+		sealed, err := s.c.sealer.Seal(name, data)
+		return sealed, envelope.Stamp{}, err
+	}
+	if name == storemeta.ManifestName {
+		return nil, envelope.Stamp{}, fmt.Errorf("seal %q: the manifest is written only by Connect, CommitManifest and RecordMigrationLog", name)
+	}
+	return s.sealWith(ss, name, data, ss.generation())
+}
+
+// sealWith seals with ss under generation gen, stamped by the view's
+// last fence.
+func (s *Store) sealWith(ss *storeSealer, name string, data []byte, gen uint64) ([]byte, envelope.Stamp, error) {
+	switch {
+	case ss.readOnly:
+		return nil, envelope.Stamp{}, fmt.Errorf("seal %q: %w", name, ErrNoManifest)
+	case ss.env == nil:
+		return nil, envelope.Stamp{}, fmt.Errorf("seal %q: %w", name, errNoKey)
+	}
+	stamp := s.stamp(gen)
+	sealed, err := ss.env.SealStamped(name, data, stamp)
+	return sealed, stamp, err
+}
+
+// stamp is the stamp of a write sealed now under generation gen: the
+// view's last fence's epoch and its next write sequence number.
+func (s *Store) stamp(gen uint64) envelope.Stamp {
+	stamp := envelope.Stamp{Generation: gen}
+	if n := len(s.fences); n > 0 {
+		stamp.Epoch, stamp.Sequence = s.fences[n-1].NextWrite()
+	}
+	return stamp
 }
 
 // putSealed writes bytes already sealed (by put, or the manifest by
@@ -459,79 +531,40 @@ func (s *Store) CommitManifest(ctx context.Context) (err error) {
 // before the request, and sends it under their deadline (the lease's end),
 // so that no write of ours lands after another instance could take over.
 func (s *Store) putSealed(ctx context.Context, key, name string, sealed []byte, opts PutOptions) (Info, error) {
-	if (opts.IfAbsent || opts.IfVersion != "") && !s.ConditionalWrites() {
+	if (opts.IfAbsent || opts.IfVersion != "") && !s.conditionalWrites() {
 		return Info{}, fmt.Errorf("store: put %q: conditional write on a backend without compare-and-swap: %w", name, ErrUnsupported)
 	}
-	ctx, cancel, err := s.fencedContext(ctx, "put", name)
+	obj, err := s.send(ctx, write{op: "put", key: key, name: name, sealed: sealed, put: opts})
 	if err != nil {
 		return Info{}, err
-	}
-	defer cancel()
-	obj, err := s.c.b.Put(ctx, key, sealed, backend.PutOptions{IfAbsent: opts.IfAbsent, IfVersion: opts.IfVersion})
-	if err != nil {
-		return Info{}, s.fenceWrap(ctx, "put", name, err)
 	}
 	s.c.metrics.moved(ctx, dirWrite, len(sealed))
 	return s.info(name, obj), nil
 }
 
-// Manifest returns the store's manifest, as read (or made) by [Connect];
-// ok is false for a store without one (connected read-only before it had
-// one, keyless, recovery-only, or opened with [Open]).
-func (s *Store) Manifest() (m Manifest, ok bool) {
+// manifest returns the store's manifest, as read (or made) by [Connect]
+// and since rewritten through this connection; ok is false for a store
+// without one (keyless, recovery-only, or opened with storeadmin.Open).
+func (s *Store) manifest() (m storemeta.Manifest, ok bool) {
 	if ss, is := s.c.sealer.(*storeSealer); is && ss.has {
-		return ss.m, true
+		return ss.manifest(), true
 	}
-	return Manifest{}, false
+	return storemeta.Manifest{}, false
 }
 
-// RecipientDiff reports how the recipients of the keys the store was
+// recipientDiff reports how the recipients of the keys the store was
 // connected with differ from the store's recipient set (empty without a
 // manifest). Writers seal to the store's set whatever the difference:
 // reconcile it with a rekey.
-func (s *Store) RecipientDiff() RecipientDiff {
+func (s *Store) recipientDiff() storemeta.RecipientDiff {
 	if ss, is := s.c.sealer.(*storeSealer); is {
 		return ss.diff
 	}
-	return RecipientDiff{}
+	return storemeta.RecipientDiff{}
 }
 
-// RecipientDiff is how a configuration's recipients differ from a store's.
-type RecipientDiff struct {
-	// NotSealedTo are configured recipients — the identities' own and the
-	// extra ones — that the store does not seal to: nothing written now
-	// is sealed to them, and an identity among them only reads.
-	NotSealedTo []string
-	// NotConfigured are recipients the store seals to that the
-	// configuration does not name: everything written is still sealed to
-	// them.
-	NotConfigured []string
-}
-
-// Empty reports whether the configuration and the store agree.
-func (d RecipientDiff) Empty() bool { return len(d.NotSealedTo) == 0 && len(d.NotConfigured) == 0 }
-
-// String describes the difference, recipients abbreviated.
-func (d RecipientDiff) String() string {
-	short := func(ts []string) string {
-		out := make([]string, len(ts))
-		for i, t := range ts {
-			out[i] = shortRecipient(t)
-		}
-		return strings.Join(out, ", ")
-	}
-	var parts []string
-	if len(d.NotSealedTo) > 0 {
-		parts = append(parts, "configured but not recipients of the store: "+short(d.NotSealedTo))
-	}
-	if len(d.NotConfigured) > 0 {
-		parts = append(parts, "recipients of the store not configured here: "+short(d.NotConfigured))
-	}
-	return strings.Join(parts, "; ")
-}
-
-func diffRecipients(store, configured []string) RecipientDiff {
-	var d RecipientDiff
+func diffRecipients(store, configured []string) storemeta.RecipientDiff {
+	var d storemeta.RecipientDiff
 	for _, t := range sortedUnique(configured) {
 		if _, in := slices.BinarySearch(store, t); !in {
 			d.NotSealedTo = append(d.NotSealedTo, t)
@@ -550,9 +583,9 @@ func diffRecipients(store, configured []string) RecipientDiff {
 // .store as it is in storage.
 type manifestState struct {
 	mu      sync.Mutex
-	exists  bool      // .store exists (as far as this connection knows)
-	version string    // its backend version, when it exists
-	stored  *Manifest // its content, when this connection could read it
+	exists  bool                // .store exists (as far as this connection knows)
+	version string              // its backend version, when it exists
+	stored  *storemeta.Manifest // its content, when this connection could read it
 }
 
 // errNoKey means an object was to be opened or sealed by a store
@@ -564,31 +597,34 @@ var errNoKey = errors.New("no identity configured")
 // identities are given, a second one that also opens through them, used
 // only for the application's objects.
 type storeSealer struct {
-	m        Manifest
-	has      bool             // m is the store's manifest
-	id       envelope.StoreID // the store's id (also known, unauthenticated, for a recovery-only store)
+	mu       sync.Mutex
+	m        storemeta.Manifest // the manifest the store is bound to; its generation stamps what is sealed
+	has      bool               // m is the store's manifest
+	id       envelope.StoreID   // the store's id (also known, unauthenticated, for a keyless or recovery-only store)
 	env      *envelope.Envelope
 	recov    *envelope.Envelope
 	readOnly bool
 	keys     Keys
-	diff     RecipientDiff
+	diff     storemeta.RecipientDiff
 	state    *manifestState
 }
+
+func (ss *storeSealer) manifest() storemeta.Manifest {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.m
+}
+
+func (ss *storeSealer) generation() uint64 { return ss.manifest().Generation }
 
 // reserved reports cairn-state's own names, which never open through a
 // recovery identity.
 func reserved(name string) bool { return strings.HasPrefix(name, ".") }
 
+// Seal implements Sealer; a connected store never calls it: it seals
+// through [Store.seal], which stamps what it seals.
 func (ss *storeSealer) Seal(name string, plaintext []byte) ([]byte, error) {
-	switch {
-	case ss.readOnly:
-		return nil, fmt.Errorf("seal %q: %w", name, ErrNoManifest)
-	case ss.env == nil:
-		return nil, fmt.Errorf("seal %q: %w", name, errNoKey)
-	case name == ManifestName:
-		return nil, fmt.Errorf("seal %q: the manifest is written only by Connect and CommitManifest", name)
-	}
-	return ss.env.Seal(name, plaintext)
+	return nil, fmt.Errorf("seal %q: a connected store seals through its views", name)
 }
 
 func (ss *storeSealer) Open(name string, sealed []byte) ([]byte, error) {
@@ -597,34 +633,63 @@ func (ss *storeSealer) Open(name string, sealed []byte) ([]byte, error) {
 }
 
 // openWithInfo opens through the recovery envelope for the application's
-// objects when there is one, through the main one otherwise.
+// objects when there is one, through the main one otherwise, and refuses
+// an object sealed under a newer generation than the manifest's: the
+// manifest was rolled back.
 func (ss *storeSealer) openWithInfo(name string, sealed []byte) ([]byte, envelope.Opened, error) {
-	if ss.recov != nil && !reserved(name) {
-		return ss.recov.OpenWithInfo(name, sealed)
+	env, err := ss.opener(name)
+	if err != nil {
+		return nil, envelope.Opened{}, err
 	}
-	if ss.env == nil {
-		if ss.recov != nil {
-			return nil, envelope.Opened{}, fmt.Errorf("open %q: %w: reserved objects never open through a recovery identity", name, envelope.ErrUnauthenticated)
-		}
-		return nil, envelope.Opened{}, fmt.Errorf("open %q: %w", name, errNoKey)
+	pt, opened, err := env.OpenWithInfo(name, sealed)
+	if err == nil {
+		err = ss.checkStamp(name, opened)
 	}
-	return ss.env.OpenWithInfo(name, sealed)
+	if err != nil {
+		return nil, envelope.Opened{}, err
+	}
+	return pt, opened, nil
+}
+
+// opener is the envelope that opens name: the recovery envelope for the
+// application's objects when there is one, the main one otherwise.
+func (ss *storeSealer) opener(name string) (*envelope.Envelope, error) {
+	switch {
+	case ss.recov != nil && !reserved(name):
+		return ss.recov, nil
+	case ss.env != nil:
+		return ss.env, nil
+	case ss.recov != nil:
+		return nil, fmt.Errorf("open %q: %w: reserved objects never open through a recovery identity", name, envelope.ErrUnauthenticated)
+	default:
+		return nil, fmt.Errorf("open %q: %w", name, errNoKey)
+	}
+}
+
+// checkStamp refuses an object sealed under a newer generation than the
+// manifest's: the manifest was rolled back.
+func (ss *storeSealer) checkStamp(name string, opened envelope.Opened) error {
+	if gen := ss.generation(); ss.has && opened.Stamp.Generation > gen {
+		return &RolledBackError{Name: name, Object: opened.Stamp.Generation, Manifest: gen}
+	}
+	return nil
 }
 
 // discardLogger swallows the records of envelopes made only to learn a
 // recipient set.
 var discardLogger = slog.New(slog.DiscardHandler)
 
-// ManifestWritten reports whether .store holds the manifest the store is
+// manifestWritten reports whether .store holds the manifest the store is
 // bound to. It is false for a new store on a backend without conditional
-// writes until [Store.CommitManifest] has written it, for a rebound store
+// writes until storeadmin.CommitManifest has written it, for a rebound store
 // until its commit, and for a store without a manifest.
-func (s *Store) ManifestWritten() bool {
+func (s *Store) manifestWritten() bool {
 	ss, ok := s.c.sealer.(*storeSealer)
 	if !ok || !ss.has {
 		return false
 	}
+	m := ss.manifest()
 	ss.state.mu.Lock()
 	defer ss.state.mu.Unlock()
-	return ss.state.exists && ss.state.stored != nil && ss.state.stored.Equal(ss.m)
+	return ss.state.exists && ss.state.stored != nil && ss.state.stored.Equal(m)
 }

@@ -6,30 +6,74 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
 )
 
 // The errors of a store's identity (docs/adr/0021).
 var (
 	// ErrNotMember means the configured identities do not belong to the
-	// store: none of them opens its manifest (.cairn-state/.store), or,
-	// for a store older than manifests, any of the objects tried. Nothing
-	// was written and the lock was not touched. The error is a
+	// store: none of them opens its manifest (.cairn-state/.store).
+	// Nothing was written and the lock was not touched. The error is a
 	// [*NotMemberError].
 	ErrNotMember = errors.New("this identity does not belong to this store")
 
+	// ErrWrongStore means the store is not the one the caller pinned
+	// (ConnectOptions.StoreID): its manifest names another store id.
+	// Nothing was opened, written or locked. The error is a
+	// [*WrongStoreError].
+	ErrWrongStore = errors.New("this is not the pinned store")
+
 	// ErrBadManifest means the store's manifest exists but is not one:
-	// garbage, tampered, a record this version cannot read, or missing
-	// while the store's objects say the store had one. Connect neither
-	// re-creates nor overwrites it. The error is a [*ManifestError].
+	// garbage, tampered, or a record this version cannot read. Connect
+	// neither re-creates nor overwrites it. The error is a
+	// [*ManifestError].
 	ErrBadManifest = errors.New("the store's manifest (.cairn-state/.store) is damaged")
 
-	// ErrNoManifest means a write through a store that has no manifest
-	// and was connected without ConnectOptions.Create (or with recovery
-	// identities only): such a store is read-only.
-	ErrNoManifest = errors.New("the store has no manifest and was connected read-only")
+	// ErrManifestMissing means the store's manifest does not exist while
+	// other objects do under .cairn-state/: it was removed. Connect
+	// refuses on every path, read-only ones included, and never creates a
+	// store there. The error is a [*ManifestError] with Missing set.
+	ErrManifestMissing = errors.New("the store's manifest is missing: restore it from a backup")
 
-	// ErrManifestChanged means CommitManifest found .store changed since
+	// ErrNoStore means there is no store at the location: nothing under
+	// .cairn-state/ (the lock's objects aside). A connection that may not
+	// create one (read-only, or pinned to a store id) fails with it,
+	// creating nothing. The error is a [*NoStoreError].
+	ErrNoStore = errors.New("there is no store at this location")
+
+	// ErrStoreExists means a connection that was to create a new store
+	// (ConnectOptions.New) found one there. The error is a
+	// [*StoreExistsError].
+	ErrStoreExists = errors.New("a store exists at this location already")
+
+	// ErrRolledBack means an object was sealed under a newer generation
+	// of the store's manifest than the manifest read: the manifest was
+	// put back from an older copy. The error is a [*RolledBackError].
+	ErrRolledBack = errors.New("the store's manifest is older than its objects: it was rolled back")
+
+	// ErrUnlistedRecipient means the store's recipient set holds a
+	// recipient the configuration does not list, and the connection asked
+	// for none (ConnectOptions.RequireConfiguredRecipients). Nothing was
+	// written and the lock was not touched.
+	ErrUnlistedRecipient = errors.New("the store is sealed to a recipient the configuration does not list")
+
+	// ErrInvalidIdentity means a configured identity cannot be used: a
+	// nil or zero one, an empty passphrase, a work factor too low, an
+	// identity given both as an identity and a recovery identity. Nothing
+	// was read or written.
+	ErrInvalidIdentity = envelope.ErrInvalidIdentity
+
+	// ErrInvalidRecipient means a configured recipient cannot be used: a
+	// nil one, a passphrase recipient without its identity, post-quantum
+	// and classic recipients mixed. Nothing was read or written.
+	ErrInvalidRecipient = envelope.ErrInvalidRecipient
+
+	// ErrNoManifest means a write through a store that was connected
+	// without a manifest to write with: keyless, or with recovery
+	// identities only. Such a store is read-only.
+	ErrNoManifest = errors.New("the store was connected without its manifest and is read-only")
+
+	// ErrManifestChanged means a manifest write found .store changed since
 	// it was read (another process created or re-keyed the store
 	// meanwhile): nothing was written. Connect again.
 	ErrManifestChanged = errors.New("the store's manifest changed since it was read")
@@ -37,26 +81,21 @@ var (
 
 // NotMemberError is the error of connecting with identities that do not
 // belong to the store. It matches [ErrNotMember] with errors.Is, and
-// unwraps to the envelope's error (envelope.ErrNoIdentity: a wrong key;
+// unwraps to the envelope's error (envelope.ErrNoMatchingIdentity: a wrong key;
 // envelope.ErrUnauthenticated: a key the store is sealed to that never
 // wrote it, such as a recovery key). Its facts are what anyone can read
 // without the key, so they are not authenticated.
 type NotMemberError struct {
-	// Key is the backend key of the manifest, or, for a store that has
-	// none, of the first object that did not open.
+	// Key is the backend key of the manifest.
 	Key string
-	// StoreID is the store id the manifest's header carries; zero for a
-	// store without a manifest.
+	// StoreID is the store id the manifest's header carries.
 	StoreID envelope.StoreID
 	// Created is the creation time the store id carries (zero when
 	// unknown).
 	Created time.Time
-	// Recipients is how many recipients the manifest (or the object) is
-	// sealed to, as its age header says (0 when unknown).
+	// Recipients is how many recipients the manifest is sealed to, as
+	// its age header says (0 when unknown).
 	Recipients int
-	// Tried is how many objects were tried, for a store without a
-	// manifest (0 when the manifest was tried).
-	Tried int
 	// Err is the envelope's error.
 	Err error
 }
@@ -80,10 +119,6 @@ func (e *NotMemberError) Error() string {
 		fact = ", " + strings.Join(facts, ", ")
 	}
 	const todo = "use an identity this store is sealed to; after a key rotation (cairn-state rekey --identity NEW --old-identity OLD) that is the new one"
-	if e.StoreID.IsZero() {
-		return fmt.Sprintf("%v: none of the %s tried opens with the configured identities (%s: %s); %s",
-			ErrNotMember, plural(e.Tried, "object"), e.Key, why, todo)
-	}
 	return fmt.Sprintf("%v: %s (store %s%s) does not open with the configured identities: %s; %s",
 		ErrNotMember, e.Key, e.StoreID, fact, why, todo)
 }
@@ -95,16 +130,19 @@ func (e *NotMemberError) Is(target error) bool { return target == ErrNotMember }
 func (e *NotMemberError) Unwrap() error { return e.Err }
 
 // ManifestError is the error of a store whose manifest exists but cannot
-// be used, or is missing although the store's objects are bound to a
-// store. It matches [ErrBadManifest] with errors.Is.
+// be used, or is missing while the store holds other objects. It matches
+// [ErrBadManifest] with errors.Is, or [ErrManifestMissing] when Missing.
 type ManifestError struct {
 	// Key is the manifest's backend key.
 	Key string
-	// Missing reports a manifest that does not exist while objects bound
-	// to BoundTo do.
+	// Location names the store (ConnectOptions.Location; empty when not
+	// given).
+	Location string
+	// Missing reports a manifest that does not exist while Found objects
+	// do under the store's prefix.
 	Missing bool
-	// BoundTo is the store id the objects carry, when Missing.
-	BoundTo envelope.StoreID
+	// Found is one of the objects found, when Missing (its state name).
+	Found string
 	// Err says what is wrong (an envelope or a record error), when not
 	// Missing.
 	Err error
@@ -113,18 +151,130 @@ type ManifestError struct {
 // Error names the manifest and says what is wrong and what to do.
 func (e *ManifestError) Error() string {
 	if e.Missing {
-		return fmt.Sprintf("%v: %s is missing, but the store's objects are bound to store %s: it was removed; restore it from a backup (nothing was written, no new manifest was made)",
-			ErrBadManifest, e.Key, e.BoundTo)
+		return fmt.Sprintf("%v: %s does not exist, but %s holds other objects (%s, …): it was removed; "+
+			"restore it from a backup (nothing was written, no new store was made)",
+			ErrManifestMissing, e.Key, e.where(), e.Found)
 	}
 	return fmt.Sprintf("%v: %s: %v; restore it from a backup (it was neither re-created nor overwritten, nothing was written)",
 		ErrBadManifest, e.Key, e.Err)
 }
 
-// Is reports whether target is [ErrBadManifest].
-func (e *ManifestError) Is(target error) bool { return target == ErrBadManifest }
+func (e *ManifestError) where() string {
+	if e.Location != "" {
+		return e.Location
+	}
+	return "the store's prefix"
+}
+
+// Is reports whether target is [ErrBadManifest] (a damaged manifest) or
+// [ErrManifestMissing] (a missing one).
+func (e *ManifestError) Is(target error) bool {
+	if e.Missing {
+		return target == ErrManifestMissing
+	}
+	return target == ErrBadManifest
+}
 
 // Unwrap returns the cause.
 func (e *ManifestError) Unwrap() error { return e.Err }
+
+// NoStoreError is the error of connecting where there is no store. It
+// matches [ErrNoStore] with errors.Is.
+type NoStoreError struct {
+	// Location names the place looked at (ConnectOptions.Location, or
+	// the key prefix when it was not given).
+	Location string
+	// Pinned is the store id the connection was pinned to (zero: none).
+	Pinned envelope.StoreID
+}
+
+// Error names the location and says how a store is created.
+func (e *NoStoreError) Error() string {
+	if !e.Pinned.IsZero() {
+		return fmt.Sprintf("%v: %s holds no store, and the pinned store %s is not created anywhere but by `cairn-state init` "+
+			"(is the location right? was the store moved?)", ErrNoStore, e.Location, e.Pinned)
+	}
+	return fmt.Sprintf("%v: %s holds no store (create one with `cairn-state init`)", ErrNoStore, e.Location)
+}
+
+// Is reports whether target is [ErrNoStore].
+func (e *NoStoreError) Is(target error) bool { return target == ErrNoStore }
+
+// StoreExistsError is the error of creating a store where one is. It
+// matches [ErrStoreExists] with errors.Is.
+type StoreExistsError struct {
+	// Location names the place (ConnectOptions.Location, or the key
+	// prefix).
+	Location string
+	// Found is the store id its manifest's header carries.
+	Found envelope.StoreID
+}
+
+// Error names the location and the store found.
+func (e *StoreExistsError) Error() string {
+	return fmt.Sprintf("%v: %s holds store %s; nothing was written", ErrStoreExists, e.Location, e.Found)
+}
+
+// Is reports whether target is [ErrStoreExists].
+func (e *StoreExistsError) Is(target error) bool { return target == ErrStoreExists }
+
+// WrongStoreError is the error of connecting to a store other than the
+// pinned one. It matches [ErrWrongStore] with errors.Is. Its facts are
+// read from the manifest's header, without a key.
+type WrongStoreError struct {
+	// Key is the manifest's backend key.
+	Key string
+	// Location names the store (ConnectOptions.Location; empty when not
+	// given).
+	Location string
+	// Pinned is the store id asked for.
+	Pinned envelope.StoreID
+	// Found is the store id the manifest's header carries.
+	Found envelope.StoreID
+	// Created is the creation time Found carries (zero when unknown).
+	Created time.Time
+}
+
+// Error names both ids and what to do.
+func (e *WrongStoreError) Error() string {
+	at := e.Key
+	if e.Location != "" {
+		at = e.Location
+	}
+	created := ""
+	if !e.Created.IsZero() {
+		created = ", created " + e.Created.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("%v: %s holds store %s%s, but store %s is pinned; nothing was read or written "+
+		"(check the location, or the pinned id: Config.StoreID, --store-id, CAIRN_STATE_STORE_ID)",
+		ErrWrongStore, at, e.Found, created, e.Pinned)
+}
+
+// Is reports whether target is [ErrWrongStore].
+func (e *WrongStoreError) Is(target error) bool { return target == ErrWrongStore }
+
+// RolledBackError is the error of an object sealed under a newer
+// generation of the manifest than the store's manifest: the manifest was
+// put back from an older copy (which may admit a recipient a rekey
+// removed). It matches [ErrRolledBack] with errors.Is.
+type RolledBackError struct {
+	// Name is the object's state name.
+	Name string
+	// Object is the generation the object was sealed under.
+	Object uint64
+	// Manifest is the generation of the manifest read.
+	Manifest uint64
+}
+
+// Error names both generations and what to do.
+func (e *RolledBackError) Error() string {
+	return fmt.Sprintf("%v: object %q was sealed under manifest generation %d, but the store's manifest is generation %d; "+
+		"restore the newest manifest (.cairn-state/.store) from a backup and find out who can write the bucket",
+		ErrRolledBack, e.Name, e.Object, e.Manifest)
+}
+
+// Is reports whether target is [ErrRolledBack].
+func (e *RolledBackError) Is(target error) bool { return target == ErrRolledBack }
 
 // plural is "1 object", "2 objects".
 func plural(n int, noun string) string {

@@ -14,18 +14,12 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
-
-func newID(t testing.TB) *age.X25519Identity {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
 
 func keysOf(ids ...*age.X25519Identity) store.Keys {
 	var k store.Keys
@@ -37,7 +31,7 @@ func keysOf(ids ...*age.X25519Identity) store.Keys {
 
 func connect(t testing.TB, b backend.Backend, k store.Keys, create bool) (*store.Store, error) {
 	t.Helper()
-	return store.Connect(context.Background(), b, k, &store.ConnectOptions{Create: create, Options: store.Options{Logger: quiet()}})
+	return store.Connect(context.Background(), b, k, store.ConnectOptions{Create: create, Options: store.Options{Logger: quiet()}})
 }
 
 func mustConnect(t testing.TB, b backend.Backend, k store.Keys, create bool) *store.Store {
@@ -49,69 +43,56 @@ func mustConnect(t testing.TB, b backend.Backend, k store.Keys, create bool) *st
 	return st
 }
 
-// rawSnapshot is every key of b with its version.
-func rawSnapshot(t testing.TB, b backend.Backend) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	if err := b.List(context.Background(), "", func(o backend.Object) error {
-		out[o.Key] = o.Version
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestConnect_NewStore_WritesOneBoundManifestAndBindsEveryObject(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	id := newID(t)
+	id := testkit.Identity(t)
 	before := time.Now().Add(-time.Second)
 	st := mustConnect(t, b, keysOf(id), true)
-	m, ok := st.Manifest()
-	if !ok || m.Format != store.FormatBound || m.Generation != 1 || !slices.Equal(m.Recipients, []string{id.Recipient().String()}) {
+	m, ok := storeadmin.Manifest(st)
+	if !ok || m.LockMode != storemeta.LockModeCAS || m.Storage == "" || m.Generation != 1 || m.MigrationLog || !slices.Equal(m.Recipients, []string{id.Recipient().String()}) {
 		t.Fatalf("manifest = %+v, %v", m, ok)
 	}
-	if created, ok := store.StoreIDTime(m.ID); !ok || created.Before(before) || !created.Equal(m.Created) {
+	if created, ok := storeadmin.StoreIDTime(m.ID); !ok || created.Before(before) || !created.Equal(m.Created) {
 		t.Errorf("store id time %v (%v), created %v", created, ok, m.Created)
 	}
 	if _, err := st.Put(ctx, "a", []byte("v"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	hdr, err := envelope.PeekHeader("a", rawGet(t, b, store.Prefix+"a"))
-	if err != nil || hdr.StoreID != m.ID || hdr.Version != envelope.FormatV2 {
-		t.Fatalf("object header %+v, %v; want bound to %s", hdr, err, m.ID)
+	if err != nil || hdr.StoreID != m.ID || hdr.Stamp.Generation != 1 {
+		t.Fatalf("object header %+v, %v; want bound to %s, generation 1", hdr, err, m.ID)
 	}
 	// A second connection reads the same manifest; nothing is rewritten.
-	snap := rawSnapshot(t, b)
+	snap := testkit.Snapshot(t, b)
 	again := mustConnect(t, b, keysOf(id), true)
-	if m2, _ := again.Manifest(); !m2.Equal(m) {
+	if m2, _ := storeadmin.Manifest(again); !m2.Equal(m) {
 		t.Fatalf("second connection's manifest %+v, want %+v", m2, m)
 	}
-	if got := rawSnapshot(t, b); !maps.Equal(got, snap) {
+	if got := testkit.Snapshot(t, b); !maps.Equal(got, snap) {
 		t.Errorf("a second connection wrote: %v → %v", snap, got)
 	}
 	// The manifest cannot be overwritten through the internal view.
-	if _, err := st.Internal().Put(ctx, store.ManifestName, []byte("{}"), store.PutOptions{}); err == nil {
+	if _, err := storeadmin.Internal(st).Put(ctx, storemeta.ManifestName, []byte("{}"), store.PutOptions{}); err == nil {
 		t.Error("Put .store through Internal succeeded")
 	}
 }
 
 func TestConnect_WrongKey_NotMemberWithTheStoresFacts_NothingWritten(t *testing.T) {
 	b := mem.New(mem.Options{})
-	owner, recovery := newID(t), newID(t)
+	owner, recovery := testkit.Identity(t), testkit.Identity(t)
 	k := keysOf(owner)
 	k.Recipients = []age.Recipient{recovery.Recipient()}
 	st := mustConnect(t, b, k, true)
-	m, _ := st.Manifest()
-	snap := rawSnapshot(t, b)
+	m, _ := storeadmin.Manifest(st)
+	snap := testkit.Snapshot(t, b)
 
 	for _, c := range []struct {
 		name string
 		keys store.Keys
 		want error
 	}{
-		{"unrelated key", keysOf(newID(t)), envelope.ErrNoIdentity},
+		{"unrelated key", keysOf(testkit.Identity(t)), envelope.ErrNoMatchingIdentity},
 		// The recovery key decrypts .store but never wrote it.
 		{"recovery key as identity", keysOf(recovery), envelope.ErrUnauthenticated},
 	} {
@@ -122,7 +103,7 @@ func TestConnect_WrongKey_NotMemberWithTheStoresFacts_NothingWritten(t *testing.
 				if !errors.Is(err, store.ErrNotMember) || !errors.As(err, &nm) || !errors.Is(err, c.want) {
 					t.Fatalf("Connect = %v, want a NotMemberError wrapping %v", err, c.want)
 				}
-				if nm.StoreID != m.ID || !nm.Created.Equal(m.Created) || nm.Recipients != 2 || nm.Key != store.Prefix+store.ManifestName {
+				if nm.StoreID != m.ID || !nm.Created.Equal(m.Created) || nm.Recipients != 2 || nm.Key != store.Prefix+storemeta.ManifestName {
 					t.Errorf("facts %+v, want store %s created %v, 2 recipients", nm, m.ID, m.Created)
 				}
 				msg := err.Error()
@@ -134,22 +115,22 @@ func TestConnect_WrongKey_NotMemberWithTheStoresFacts_NothingWritten(t *testing.
 			}
 		})
 	}
-	if got := rawSnapshot(t, b); !maps.Equal(got, snap) {
+	if got := testkit.Snapshot(t, b); !maps.Equal(got, snap) {
 		t.Errorf("a refused connection wrote: %v → %v", snap, got)
 	}
 }
 
 func TestConnect_GarbageManifest_ClearErrorNamingIt_NeitherRecreatedNorOverwritten(t *testing.T) {
 	ctx := t.Context()
-	id := newID(t)
+	id := testkit.Identity(t)
 	other := mustConnect(t, mem.New(mem.Options{}), keysOf(id), true)
 	otherEnvelope := func(plain []byte) []byte { // a genuine envelope bound to the store, wrong content
-		m, _ := other.Manifest()
-		env, err := envelope.New([]age.Identity{id}, nil, &envelope.Options{StoreID: m.ID})
+		m, _ := storeadmin.Manifest(other)
+		env, err := envelope.New([]age.Identity{id}, nil, envelope.Options{StoreID: m.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sealed, err := env.Seal(store.ManifestName, plain)
+		sealed, err := env.Seal(storemeta.ManifestName, plain)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -168,10 +149,10 @@ func TestConnect_GarbageManifest_ClearErrorNamingIt_NeitherRecreatedNorOverwritt
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := mem.New(mem.Options{})
-			if _, err := b.Put(ctx, store.Prefix+store.ManifestName, c.bytes, backend.PutOptions{}); err != nil {
+			if _, err := b.Put(ctx, store.Prefix+storemeta.ManifestName, c.bytes, backend.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			snap := rawSnapshot(t, b)
+			snap := testkit.Snapshot(t, b)
 			for _, create := range []bool{false, true} {
 				_, err := connect(t, b, keysOf(id), create)
 				var me *store.ManifestError
@@ -183,112 +164,37 @@ func TestConnect_GarbageManifest_ClearErrorNamingIt_NeitherRecreatedNorOverwritt
 					t.Errorf("message %q: want it to name .cairn-state/.store and say %q, quoting nothing", msg, c.want)
 				}
 			}
-			if got := rawSnapshot(t, b); !maps.Equal(got, snap) {
+			if got := testkit.Snapshot(t, b); !maps.Equal(got, snap) {
 				t.Errorf("Connect wrote over a damaged manifest: %v → %v", snap, got)
 			}
 		})
 	}
 }
 
-// legacyStore fills a store the way versions before manifests did: objects
-// sealed by an unbound envelope.
-func legacyStore(t testing.TB, b backend.Backend, id *age.X25519Identity, names ...string) {
-	t.Helper()
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
+func TestConnect_UnboundObjectInAStore_RefusedAsBelongingToNoStore(t *testing.T) {
+	ctx := t.Context()
+	b := mem.New(mem.Options{})
+	id := testkit.Identity(t)
+	st := mustConnect(t, b, keysOf(id), true)
+	env, err := envelope.New([]age.Identity{id}, nil, envelope.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(b, env, store.Options{})
+	unbound, err := env.Seal("put/back", []byte("old"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range names {
-		if _, err := st.Internal().Put(context.Background(), n, []byte("old "+n), store.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func TestConnect_StoreWithoutManifest_GetsALegacyOneAtTheFirstWriteCapableOpen(t *testing.T) {
-	ctx := t.Context()
-	b := mem.New(mem.Options{})
-	id := newID(t)
-	legacyStore(t, b, id, ".lock-epoch", "app/a", "app/b")
-
-	// Read-only: opens as it is, writes nothing, refuses writes.
-	ro := mustConnect(t, b, keysOf(id), false)
-	if _, ok := ro.Manifest(); ok {
-		t.Fatal("a read-only connection made a manifest")
-	}
-	if got, _, err := ro.Get(ctx, "app/a"); err != nil || string(got) != "old app/a" {
-		t.Fatalf("read-only get = %q, %v", got, err)
-	}
-	if _, err := ro.Put(ctx, "app/c", []byte("x"), store.PutOptions{}); !errors.Is(err, store.ErrNoManifest) {
-		t.Fatalf("read-only put = %v, want ErrNoManifest", err)
-	}
-	if _, _, err := b.Get(ctx, store.Prefix+store.ManifestName); !errors.Is(err, backend.ErrNotFound) {
-		t.Fatalf("manifest after a read-only connection: %v", err)
-	}
-
-	// An unrelated key is not made the store's owner.
-	if _, err := connect(t, b, keysOf(newID(t)), true); !errors.Is(err, store.ErrNotMember) {
-		t.Fatalf("an unrelated key on a store without manifest: %v, want ErrNotMember", err)
-	} else if nm := (*store.NotMemberError)(nil); !errors.As(err, &nm) || nm.Tried != 2 || !nm.StoreID.IsZero() {
-		t.Errorf("NotMemberError = %+v, want 2 objects tried (the lock's skipped), no store id", nm)
-	}
-	if _, _, err := b.Get(ctx, store.Prefix+store.ManifestName); !errors.Is(err, backend.ErrNotFound) {
-		t.Fatalf("an unrelated key left a manifest: %v", err)
-	}
-
-	st := mustConnect(t, b, keysOf(id), true)
-	m, ok := st.Manifest()
-	if !ok || m.Format != store.FormatLegacy {
-		t.Fatalf("manifest of an upgraded store = %+v, want format %d", m, store.FormatLegacy)
-	}
-	if got, _, err := st.Get(ctx, "app/b"); err != nil || string(got) != "old app/b" {
-		t.Fatalf("legacy object after the upgrade: %q, %v", got, err)
-	}
-	if _, err := st.Put(ctx, "app/c", []byte("new"), store.PutOptions{}); err != nil {
+	if _, err := b.Put(ctx, store.Prefix+"put/back", unbound, backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if hdr, _ := envelope.PeekHeader("app/c", rawGet(t, b, store.Prefix+"app/c")); hdr.StoreID != m.ID {
-		t.Errorf("a write after the upgrade is bound to %s, want %s", hdr.StoreID, m.ID)
-	}
-
-	// The manifest removed while bound objects exist: refused, not re-made.
-	if err := b.Delete(ctx, store.Prefix+store.ManifestName, backend.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Delete(ctx, store.Prefix+".lock-epoch", backend.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Delete(ctx, store.Prefix+"app/a", backend.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Delete(ctx, store.Prefix+"app/b", backend.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	_, err := connect(t, b, keysOf(id), true)
-	var me *store.ManifestError
-	if !errors.As(err, &me) || !me.Missing || me.BoundTo != m.ID || !strings.Contains(err.Error(), "restore it from a backup") {
-		t.Fatalf("Connect after the manifest was removed = %v, want a ManifestError saying it is missing", err)
-	}
-}
-
-func TestConnect_FormatBound_RefusesLegacyObjects(t *testing.T) {
-	ctx := t.Context()
-	b := mem.New(mem.Options{})
-	id := newID(t)
-	st := mustConnect(t, b, keysOf(id), true)
-	legacyStore(t, b, id, "put/back")
-	if _, _, err := st.Get(ctx, "put/back"); !errors.Is(err, envelope.ErrLegacyFormat) || !errors.Is(err, store.ErrUnreadable) {
-		t.Fatalf("a legacy object in a bound store: %v, want ErrLegacyFormat", err)
+	if _, _, err := st.Get(ctx, "put/back"); !errors.Is(err, envelope.ErrForeignStore) || !errors.Is(err, store.ErrUnreadable) {
+		t.Fatalf("an unbound object in a store: %v, want ErrForeignStore", err)
 	}
 }
 
 func TestConnect_ObjectCopiedFromAnotherStore_SaysItBelongsToAnotherStore(t *testing.T) {
 	ctx := t.Context()
-	id := newID(t) // prod and staging share a key
+	id := testkit.Identity(t) // prod and staging share a key
 	prodB, stagingB := mem.New(mem.Options{}), mem.New(mem.Options{})
 	prod, staging := mustConnect(t, prodB, keysOf(id), true), mustConnect(t, stagingB, keysOf(id), true)
 	if _, err := staging.Put(ctx, "config/admins", []byte("mallory"), store.PutOptions{}); err != nil {
@@ -299,8 +205,8 @@ func TestConnect_ObjectCopiedFromAnotherStore_SaysItBelongsToAnotherStore(t *tes
 	}
 	_, _, err := prod.Get(ctx, "config/admins")
 	var fe *envelope.ForeignStoreError
-	pm, _ := prod.Manifest()
-	sm, _ := staging.Manifest()
+	pm, _ := storeadmin.Manifest(prod)
+	sm, _ := storeadmin.Manifest(staging)
 	if !errors.As(err, &fe) || fe.Object != sm.ID || fe.Envelope != pm.ID || !strings.Contains(err.Error(), "belongs to another store") {
 		t.Fatalf("Get of a copied object = %v, want ForeignStoreError naming both stores", err)
 	}
@@ -309,7 +215,7 @@ func TestConnect_ObjectCopiedFromAnotherStore_SaysItBelongsToAnotherStore(t *tes
 func TestConnect_RecipientsDiffer_SealsToTheStoresSetAndReportsTheDifference(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	owner, recovery, extra := newID(t), newID(t), newID(t)
+	owner, recovery, extra := testkit.Identity(t), testkit.Identity(t), testkit.Identity(t)
 	k := keysOf(owner)
 	k.Recipients = []age.Recipient{recovery.Recipient()}
 	mustConnect(t, b, k, true)
@@ -318,7 +224,7 @@ func TestConnect_RecipientsDiffer_SealsToTheStoresSetAndReportsTheDifference(t *
 	k2 := keysOf(owner)
 	k2.Recipients = []age.Recipient{extra.Recipient()}
 	st := mustConnect(t, b, k2, true)
-	d := st.RecipientDiff()
+	d := storeadmin.RecipientDiff(st)
 	if !slices.Equal(d.NotSealedTo, []string{extra.Recipient().String()}) || !slices.Equal(d.NotConfigured, []string{recovery.Recipient().String()}) {
 		t.Fatalf("diff = %+v", d)
 	}
@@ -332,10 +238,10 @@ func TestConnect_RecipientsDiffer_SealsToTheStoresSetAndReportsTheDifference(t *
 	if err := envelope.Recover("x", sealed, nil, recovery); err != nil {
 		t.Errorf("the store's recovery recipient cannot read a new object: %v", err)
 	}
-	if err := envelope.Recover("x", sealed, nil, extra); !errors.Is(err, envelope.ErrNoIdentity) {
+	if err := envelope.Recover("x", sealed, nil, extra); !errors.Is(err, envelope.ErrNoMatchingIdentity) {
 		t.Errorf("a recipient outside the store's set can read a new object: %v", err)
 	}
-	if same := mustConnect(t, b, k, false).RecipientDiff(); !same.Empty() {
+	if same := storeadmin.RecipientDiff(mustConnect(t, b, k, false)); !same.Empty() {
 		t.Errorf("the store's own configuration differs: %+v", same)
 	}
 }
@@ -343,36 +249,36 @@ func TestConnect_RecipientsDiffer_SealsToTheStoresSetAndReportsTheDifference(t *
 func TestConnect_NoConditionalWrites_ManifestCommittedUnderTheLock_RaceDetected(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{NoConditionalWrites: true})
-	id := newID(t)
+	id := testkit.Identity(t)
 	a := mustConnect(t, b, keysOf(id), true)
 	c := mustConnect(t, b, keysOf(id), true)
-	if _, _, err := b.Get(ctx, store.Prefix+store.ManifestName); !errors.Is(err, backend.ErrNotFound) {
+	if _, _, err := b.Get(ctx, store.Prefix+storemeta.ManifestName); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("Connect wrote the manifest without compare-and-swap: %v", err)
 	}
-	ma, _ := a.Manifest()
-	mc, _ := c.Manifest()
+	ma, _ := storeadmin.Manifest(a)
+	mc, _ := storeadmin.Manifest(c)
 	if ma.ID == mc.ID {
 		t.Fatal("two pending stores drew the same id")
 	}
 	// a holds the lock first and commits; c, next, finds it and must start over.
-	if err := a.CommitManifest(ctx); err != nil {
+	if err := storeadmin.CommitManifest(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.CommitManifest(ctx); err != nil {
+	if err := storeadmin.CommitManifest(ctx, a); err != nil {
 		t.Fatalf("a second commit: %v", err)
 	}
-	if err := c.CommitManifest(ctx); !errors.Is(err, store.ErrManifestChanged) {
+	if err := storeadmin.CommitManifest(ctx, c); !errors.Is(err, store.ErrManifestChanged) {
 		t.Fatalf("the second commit = %v, want ErrManifestChanged", err)
 	}
 	again := mustConnect(t, b, keysOf(id), true)
-	if m, _ := again.Manifest(); m.ID != ma.ID {
+	if m, _ := storeadmin.Manifest(again); m.ID != ma.ID {
 		t.Fatalf("reconnected to %s, want %s", m.ID, ma.ID)
 	}
 }
 
 func TestConnect_RacingFirstOpens_OneManifest(t *testing.T) {
 	b := mem.New(mem.Options{})
-	id := newID(t)
+	id := testkit.Identity(t)
 	const n = 8
 	ids := make([]envelope.StoreID, n)
 	var wg sync.WaitGroup
@@ -383,7 +289,7 @@ func TestConnect_RacingFirstOpens_OneManifest(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			m, _ := st.Manifest()
+			m, _ := storeadmin.Manifest(st)
 			ids[i] = m.ID
 		})
 	}
@@ -398,16 +304,17 @@ func TestConnect_RacingFirstOpens_OneManifest(t *testing.T) {
 func TestConnect_Recovery_OpensApplicationObjectsOnly_NeverReservedOnes(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	owner, recovery := newID(t), newID(t)
+	owner, recovery := testkit.Identity(t), testkit.Identity(t)
 	k := keysOf(owner)
 	k.Recipients = []age.Recipient{recovery.Recipient()}
 	st := mustConnect(t, b, k, true)
-	m, _ := st.Manifest()
+	m, _ := storeadmin.Manifest(st)
 	// A forger who knows only the public recipient and the store id (both
 	// visible) seals to the recovery recipient with a throwaway key.
-	forger := newID(t)
+	forger := testkit.Identity(t)
 	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{recovery.Recipient(), forger.Recipient()},
-		&envelope.Options{StoreID: m.ID, ExactRecipients: true})
+		envelope.Options{StoreID: m.ID, ExactRecipients: true})
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +334,7 @@ func TestConnect_Recovery_OpensApplicationObjectsOnly_NeverReservedOnes(t *testi
 			t.Errorf("the recovery opt-in does not read the application's object: %q, %v", got, err)
 		}
 		for _, name := range []string{".migrations", ".lock-epoch", ".rekey"} {
-			if got, _, err := r.Internal().Get(ctx, name); err == nil || !errors.Is(err, store.ErrUnreadable) {
+			if got, _, err := storeadmin.Internal(r).Get(ctx, name); err == nil || !errors.Is(err, store.ErrUnreadable) {
 				t.Errorf("reserved %s through the recovery opt-in: %q, %v; want it unreadable", name, got, err)
 			}
 		}
@@ -449,7 +356,7 @@ func TestConnect_Recovery_OpensApplicationObjectsOnly_NeverReservedOnes(t *testi
 func TestConnect_Keyless_ListsButOpensNothing(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	owner := mustConnect(t, b, keysOf(newID(t)), true)
+	owner := mustConnect(t, b, keysOf(testkit.Identity(t)), true)
 	if _, err := owner.Put(ctx, "x", []byte("v"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -466,39 +373,62 @@ func TestConnect_Keyless_ListsButOpensNothing(t *testing.T) {
 func TestRebind_CommitManifest_MovesTheStoreToANewSet(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	oldID, newKey := newID(t), newID(t)
+	oldID, newKey := testkit.Identity(t), testkit.Identity(t)
 	st := mustConnect(t, b, keysOf(oldID), true)
-	m, _ := st.Manifest()
+	m, _ := storeadmin.Manifest(st)
 	other := mustConnect(t, b, keysOf(oldID), true)
 	next := m
 	next.Recipients = []string{newKey.Recipient().String()}
 	next.Generation++
-	if _, err := st.Rebind(next, keysOf(oldID)); err == nil {
+	if _, err := storeadmin.Rebind(st, next, keysOf(oldID)); err == nil {
 		t.Fatal("Rebind to a set none of the identities is in succeeded")
 	}
-	moved, err := st.Rebind(next, keysOf(newKey, oldID))
+	moved, err := storeadmin.Rebind(st, next, keysOf(newKey, oldID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := moved.CommitManifest(ctx); err != nil {
+	if err := storeadmin.CommitManifest(ctx, moved); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := connect(t, b, keysOf(oldID), false); !errors.Is(err, store.ErrNotMember) {
 		t.Fatalf("the old key after the move: %v, want ErrNotMember", err)
 	}
 	got := mustConnect(t, b, keysOf(newKey), false)
-	if gm, _ := got.Manifest(); !gm.Equal(next) {
+	if gm, _ := storeadmin.Manifest(got); !gm.Equal(next) {
 		t.Fatalf("manifest after the move = %+v, want %+v", gm, next)
 	}
 	// A connection made before the move is stale: its commit is refused.
 	_ = other
 	otherNext := m
 	otherNext.Generation = 7
-	stale, err := other.Rebind(otherNext, keysOf(oldID))
+	stale, err := storeadmin.Rebind(other, otherNext, keysOf(oldID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stale.CommitManifest(ctx); !errors.Is(err, store.ErrManifestChanged) {
+	if err := storeadmin.CommitManifest(ctx, stale); !errors.Is(err, store.ErrManifestChanged) {
 		t.Fatalf("a stale commit = %v, want ErrManifestChanged", err)
+	}
+}
+
+// An embedder names an unusable key with the store's own sentinels: the
+// envelope's errors are internal (issue #22).
+func TestConnect_UnusableKeys_MatchTheStoresSentinels(t *testing.T) {
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := mem.New(mem.Options{})
+	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{id}, Recovery: []age.Identity{id}}, store.ConnectOptions{Create: true})
+	if !errors.Is(err, store.ErrInvalidIdentity) || errors.Is(err, store.ErrInvalidRecipient) {
+		t.Fatalf("an identity given as a recovery identity too: %v, want store.ErrInvalidIdentity", err)
+	}
+	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{id}, Recipients: []age.Recipient{nil}}, store.ConnectOptions{Create: true})
+	if !errors.Is(err, store.ErrInvalidRecipient) || errors.Is(err, store.ErrInvalidIdentity) {
+		t.Fatalf("a nil recipient: %v, want store.ErrInvalidRecipient", err)
+	}
+	var names []string
+	if err := b.List(ctx, "", func(o backend.Object) error { names = append(names, o.Key); return nil }); err != nil || len(names) != 0 {
+		t.Fatalf("refused connections wrote %v (%v)", names, err)
 	}
 }

@@ -3,110 +3,44 @@
 // folder <root>/.cairn-state/.
 //
 // A [Store] maps state names ("keys/signing.pem", "db/app.sqlite") to
-// objects at <root>/.cairn-state/<name>. Every value is sealed by a
-// [Sealer] (in practice *envelope.Envelope) before it leaves the process,
-// and bound to its name, so the storage operator sees no value and an
-// object copied to another name does not open. The binding is to the
-// state name, not to the full key: a store whose root prefix moved still
-// opens its objects.
+// objects at <root>/.cairn-state/<name>. Every value is sealed with age
+// before it leaves the process and bound to its name, so the storage
+// operator sees no value and an object copied to another name does not
+// open. Names are checked before any storage is touched ([NameError]);
+// names starting with '.' are cairn-state's own (the manifest, the lock,
+// the migration log).
 //
-// # Store identity
+// [Connect] opens a store: it reads the store's manifest
+// (<root>/.cairn-state/.store: its id, recipients, generation, lock mode)
+// before anything else and refuses an identity the store is not sealed to
+// ([ErrNotMember]) or a store other than the pinned one ([ErrWrongStore]),
+// writing nothing. Every object is bound to the store id, sealed to the
+// manifest's recipient set and stamped with its generation and the
+// writer's fencing epoch; an object newer than the manifest is refused
+// ([ErrRolledBack]). A store is created only where nothing is and the
+// caller allows it ([ConnectOptions].Create); a missing or damaged manifest
+// is never re-created (docs/adr/0031-store-manifest-guarded.md).
 //
-// [Connect] is how applications and tools open a store: it reads the
-// store's [Manifest] (<root>/.cairn-state/.store, sealed like all state:
-// a store id, the store format, the creation time, the recipients every
-// object is sealed to, a key generation) before anything else, and refuses
-// identities that cannot open it with a [*NotMemberError] ([ErrNotMember])
-// — nothing is written, the lock is not touched. The store it returns
-// binds every object to the store id (an object copied from another store
-// fails with envelope.ErrForeignStore) and seals to the manifest's
-// recipient set, whatever the configuration says ([Store.RecipientDiff]
-// reports the difference). The first write-capable connection creates the
-// manifest: if absent where the backend has conditional writes, else by
-// [Store.CommitManifest] under the instance lock. A garbage manifest is a
-// [*ManifestError], never re-created. Recovery identities
-// ([Keys].Recovery) open only the application's objects, never the
-// reserved ones. See docs/adr/0021-store-manifest-and-membership.md.
-// [Open] makes a store over any Sealer, with no manifest: for tests and
-// tools below the identity layer.
+// Each Put is one atomic object write; [Store.Update] is a
+// compare-and-swap where the backend has conditional writes and
+// last-writer-wins where it has not (Garage); there are no multi-object
+// transactions (docs/adr/0007-atomicity-and-the-config-state-line.md).
+// [Store.WithFence] refuses writes once the instance lock is lost
+// ([ErrFenced]). [PutJSON], [GetJSON] and [UpdateJSON] keep typed values
+// with a schema version; [Store.GetMany] reads many objects within a byte
+// budget; [Store.Verify] checks every object; [Guard] keeps the
+// application's own use of the bucket out of the reserved prefix. With
+// [Options].MeterProvider set, the store reports its operations through
+// OpenTelemetry ([MetricOperationDuration], [MetricIO]; docs/adr/0024).
 //
-// # Names
+// Every write of an application name through a fenced view of a
+// connected store keeps the version it replaces, and a delete a tombstone,
+// under .cairn-state/.history/ ([Options].History versions a name):
+// [Store.History], [Store.GetVersion], [Store.Restore], [Store.Undelete],
+// [Store.ListDeleted] and [Store.HistoryUsage] read it, and [Store.Verify]
+// reports a current object older than a version its history keeps
+// ([ErrPutBack]) (docs/history.md, docs/adr/0040 and 0042).
 //
-// Names are '/'-separated, relative, and checked before any storage is
-// touched ([ValidateName]): empty names, absolute names, "." and ".."
-// segments, control characters, backslashes and names over [MaxNameLen]
-// bytes are refused with a [*NameError] (errors.Is(err, [ErrInvalidName])).
-// Names starting with '.' are reserved for cairn-state's own objects (the
-// manifest ".store", the lock ".lock", the migration log ".migrations",
-// rekey's progress ".rekey"); only the [Store.Internal] view accepts and
-// lists them.
-//
-// # Writes and atomicity
-//
-// Each Put is one object write: readers see the old or the new value,
-// never a mix. [Store.Update] is a read-modify-write that is atomic
-// (compare-and-swap, retried on conflict a bounded number of times) on
-// backends with conditional writes, and last-writer-wins on backends
-// without them, such as Garage; [Store.ConditionalWrites] says which. There
-// are no multi-object transactions. See docs/adr/0007-atomicity-and-the-config-state-line.md.
-//
-// # Fencing
-//
-// [Store.WithFence] returns a view whose writes fail with [ErrFenced] once
-// its [Fence] — the instance lock — reports that the lock was lost. Reads
-// keep working.
-//
-// # Size limit
-//
-// A store accepts sealed objects up to Options.MaxObjectSize
-// ([DefaultMaxObjectSize] by default). Larger writes are refused; larger
-// (or hostile, endless) stored objects fail to read with [ErrTooLarge]
-// without being read into memory.
-//
-// # Typed values and bulk reads
-//
-// [PutJSON], [GetJSON] and [UpdateJSON] keep JSON values together with the
-// application's schema version, so a reader can tell an old value from a
-// new one; their errors never quote the stored value. [Store.GetMany]
-// reads many objects bounded by count and by sealed bytes in flight
-// ([ManyOptions]); [Store.Verify] checks every object the same way.
-//
-// # Sharing a bucket with the application
-//
-// [Guard] wraps a backend for the application's own objects in the same
-// bucket or directory: it refuses every operation under the reserved
-// prefix and hides it from listings, so application code cannot read or
-// clobber state.
-//
-// # Metrics
-//
-// With Options.MeterProvider set, the store reports through OpenTelemetry's
-// metric API, under the instrumentation scope
-// "github.com/cairnhq/state/store" (docs/adr/0024):
-//
-//   - [MetricOperationDuration], cairn_state.store.operation.duration, a
-//     histogram in seconds (unit s) of every Get, Put, Delete, List,
-//     Update and Stat, with the attributes [AttrOperation]
-//     (cairn_state.operation: get, put, delete, list, update, stat) and
-//     [AttrOutcome] (cairn_state.outcome: ok, not_found,
-//     precondition_failed, conflict, fenced, unsupported, invalid_name,
-//     too_large, unreadable, permission, canceled, timeout, error); its
-//     count is the number of operations;
-//   - [MetricIO], cairn_state.store.io, a counter of sealed bytes (unit
-//     By) read from the storage and written to it, with [AttrIODirection]
-//     (cairn_state.io.direction: read, write).
-//
-// The lock's and the migration log's own requests go through the store
-// and count too. No attribute carries an object's name or value. Without
-// a MeterProvider the store reads no clock and allocates nothing for
-// metrics.
-//
-// # Errors
-//
-// Errors name the object and wrap a sentinel: [ErrNotFound] (which is
-// backend.ErrNotFound), [ErrPreconditionFailed], [ErrUnsupported],
-// [ErrInvalidName], [ErrReservedName], [ErrTooLarge], [ErrFenced],
-// [ErrConflict], [ErrBadJSON], [ErrReservedKey], [ErrNotMember],
-// [ErrBadManifest], [ErrNoManifest], [ErrManifestChanged], or the sealer's own errors
-// (wrong key, tampered) and context errors, all reachable with errors.Is.
+// Errors name the object and wrap one of the package's sentinels, a
+// backend sentinel or a context error, all reachable with errors.Is.
 package store

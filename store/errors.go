@@ -22,10 +22,10 @@ var (
 	ErrUnsupported = backend.ErrUnsupported
 
 	// ErrInvalidName means a state name was refused before any storage was
-	// touched (see [ValidateName]).
+	// touched (see [NameError]).
 	ErrInvalidName = errors.New("invalid state name")
 	// ErrReservedName means a name starting with '.' was used through a
-	// view other than [Store.Internal]. Such errors also match
+	// view other than cairn-state's own. Such errors also match
 	// ErrInvalidName.
 	ErrReservedName = errors.New("state name is reserved for cairn-state's own objects")
 	// ErrInvalidRoot means Options.Root is not a usable root prefix.

@@ -4,39 +4,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
+	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
-// exampleEnvelope returns an envelope with a fresh identity; a real
-// application loads its identity with envelope.LoadIdentityFile.
-func exampleEnvelope() *envelope.Envelope {
+// exampleStore connects to a new store on b with a fresh identity; a real
+// application loads its identity from a file (age.ParseIdentities) and
+// usually opens the store through state.Open.
+func exampleStore(b backend.Backend, opts store.Options) *store.Store {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		log.Fatal(err)
 	}
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler) // no "created a new store" warning
+	}
+	st, err := store.Connect(context.Background(), b, store.Keys{Identities: []age.Identity{id}},
+		store.ConnectOptions{Create: true, Options: opts})
 	if err != nil {
 		log.Fatal(err)
 	}
-	return env
+	return st
 }
 
 func Example() {
 	ctx := context.Background()
 	b := mem.New(mem.Options{}) // or fs.New, s3.New
-	st, err := store.Open(b, exampleEnvelope(), store.Options{Root: "apps/wiki"})
-	if err != nil {
-		log.Fatal(err)
-	}
+	st := exampleStore(b, store.Options{Root: "apps/wiki"})
 	if _, err := st.Put(ctx, "keys/session-secret", []byte("s3cr3t"), store.PutOptions{}); err != nil {
 		log.Fatal(err)
 	}
@@ -56,16 +61,14 @@ func Example() {
 	fmt.Println(errors.Is(err, store.ErrInvalidName))
 	// Output:
 	// value: s3cr3t
+	// stored key: apps/wiki/.cairn-state/.store
 	// stored key: apps/wiki/.cairn-state/keys/session-secret
 	// true
 }
 
 func ExampleStore_Update() {
 	ctx := context.Background()
-	st, err := store.Open(mem.New(mem.Options{}), exampleEnvelope(), store.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	st := exampleStore(mem.New(mem.Options{}), store.Options{})
 	for range 3 {
 		// Atomic on backends with conditional writes: fn is re-run when
 		// another writer got in between.
@@ -81,16 +84,13 @@ func ExampleStore_Update() {
 		}
 	}
 	boots, _, _ := st.Get(ctx, "boots")
-	fmt.Printf("boots=%s compare-and-swap=%v\n", boots, st.ConditionalWrites())
+	fmt.Printf("boots=%s compare-and-swap=%v\n", boots, storeadmin.ConditionalWrites(st))
 	// Output: boots=3 compare-and-swap=true
 }
 
 func ExampleGetJSON() {
 	ctx := context.Background()
-	st, err := store.Open(mem.New(mem.Options{}), exampleEnvelope(), store.Options{})
-	if err != nil {
-		log.Fatal(err)
-	}
+	st := exampleStore(mem.New(mem.Options{}), store.Options{})
 	type Settings struct {
 		Theme    string `json:"theme"`
 		FontSize int    `json:"font_size"` // added in schema 2
@@ -117,7 +117,7 @@ func ExampleGetJSON() {
 func ExampleGuard() {
 	ctx := context.Background()
 	b := mem.New(mem.Options{})
-	st, _ := store.Open(b, exampleEnvelope(), store.Options{})
+	st := exampleStore(b, store.Options{})
 	_, _ = st.Put(ctx, "token", []byte("state"), store.PutOptions{})
 
 	// The application's own use of the same bucket goes through the guard.
@@ -143,9 +143,13 @@ func (lostLock) Err() error { return errors.New(`state lock lost to "pod-b"`) }
 
 func (lostLock) Deadline() (time.Time, bool) { return time.Time{}, false }
 
+func (l lostLock) Enter() (func(), error) { return nil, l.Err() }
+
+func (lostLock) NextWrite() (epoch, sequence uint64) { return 7, 1 }
+
 func ExampleStore_WithFence() {
 	ctx := context.Background()
-	base, _ := store.Open(mem.New(mem.Options{}), exampleEnvelope(), store.Options{})
+	base := exampleStore(mem.New(mem.Options{}), store.Options{})
 	_, _ = base.Put(ctx, "token", []byte("v1"), store.PutOptions{})
 
 	st := base.WithFence(lostLock{}) // in an application: base.WithFence(lock)
@@ -160,25 +164,61 @@ func ExampleStore_WithFence() {
 	// v1
 }
 
-// Connect reads the store's manifest before anything else: the first
-// write-capable connection creates it, and an identity the store is not
-// sealed to is refused with ErrNotMember before it can read or write.
+// Connect reads the store's manifest before anything else: a connection
+// allowed to create a store makes one where there is none, and an
+// identity the store is not sealed to is refused with ErrNotMember before
+// it can read or write.
 func ExampleConnect() {
 	ctx := context.Background()
 	b := mem.New(mem.Options{})
 	owner, _ := age.GenerateX25519Identity()
-	st, err := store.Connect(ctx, b, store.Keys{Identities: []age.Identity{owner}}, &store.ConnectOptions{Create: true})
+	st, err := store.Connect(ctx, b, store.Keys{Identities: []age.Identity{owner}}, store.ConnectOptions{Create: true})
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, _ := st.Manifest()
-	fmt.Println("format:", m.Format, "generation:", m.Generation, "recipients:", len(m.Recipients))
+	m, _ := storeadmin.Manifest(st)
+	fmt.Println("lock mode:", m.LockMode, "generation:", m.Generation, "recipients:", len(m.Recipients))
 
 	stranger, _ := age.GenerateX25519Identity()
-	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{stranger}}, nil)
+	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{stranger}}, store.ConnectOptions{})
 	var nm *store.NotMemberError
 	fmt.Println(errors.Is(err, store.ErrNotMember), errors.As(err, &nm) && nm.StoreID == m.ID)
 	// Output:
-	// format: 2 generation: 1 recipients: 1
+	// lock mode: compare-and-swap generation: 1 recipients: 1
 	// true true
+}
+
+// A large value streams: sealed into a temporary file and sent from it,
+// read into one and opened chunk by chunk, never held whole in memory.
+func ExampleStore_PutReader() {
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		log.Fatal(err)
+	}
+	st, err := store.Connect(ctx, mem.New(mem.Options{}), store.Keys{Identities: []age.Identity{id}},
+		store.ConnectOptions{Create: true, Options: store.Options{Logger: slog.New(slog.DiscardHandler)}})
+
+	if err != nil {
+		log.Fatal(err)
+	}
+	value := strings.Repeat("a large value ", 1<<18) // 3.5 MiB; a file, a pipe
+	info, err := st.PutReader(ctx, "db/snapshot", strings.NewReader(value), store.PutOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("sealed bytes:", info.Size > int64(len(value)))
+	r, _, err := st.GetReader(ctx, "db/snapshot")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Close()
+	n, err := io.Copy(io.Discard, r) // an error here: a chunk did not authenticate
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("read back:", n == int64(len(value)))
+	// Output:
+	// sealed bytes: true
+	// read back: true
 }

@@ -8,8 +8,10 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cairnhq/state/backend/fault"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -40,7 +42,7 @@ func TestWithFence_LockLost_WritesRefusedReadsWork(t *testing.T) {
 	check("Update", err)
 	_, err = store.PutJSON(ctx, s, "a", 1, 2, store.PutOptions{})
 	check("PutJSON", err)
-	_, err = s.Internal().Put(ctx, ".migrations", []byte("x"), store.PutOptions{})
+	_, err = storeadmin.Internal(s).Put(ctx, ".migrations", []byte("x"), store.PutOptions{})
 	if !errors.Is(err, store.ErrFenced) {
 		t.Errorf("Internal view of a fenced store: Put = %v, want ErrFenced", err)
 	}
@@ -83,7 +85,7 @@ func TestWithFence_StalledWritePastDeadline_CutOffNeverLands(t *testing.T) {
 		ctx := t.Context()
 		inner := mem.New(mem.Options{})
 		f := fault.New(inner)
-		base, err := store.Open(f, newSealer(t), store.Options{})
+		base, err := storeadmin.Open(f, testkit.Envelope(t), store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,8 +121,8 @@ func TestWithFence_LostWhileSealing_Refused(t *testing.T) {
 	ctx := t.Context()
 	inner := mem.New(mem.Options{})
 	fence := &switchFence{}
-	sealer := &hookSealer{Sealer: newSealer(t), onSeal: func() { fence.trip(errLockLost) }}
-	base, err := store.Open(inner, sealer, store.Options{})
+	sealer := &hookSealer{Sealer: testkit.Envelope(t), onSeal: func() { fence.trip(errLockLost) }}
+	base, err := storeadmin.Open(inner, sealer, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestWithFence_LostWhileSealing_Refused(t *testing.T) {
 
 // hookSealer runs onSeal inside Seal.
 type hookSealer struct {
-	store.Sealer
+	storeadmin.Sealer
 	onSeal func()
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	fsbackend "github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -27,7 +29,7 @@ func TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix(t *testing.T
 	}
 	t.Cleanup(func() { b.Close() })
 	const root = "apps/raw"
-	s, err := store.Open(b, newSealer(t), store.Options{Root: root})
+	s, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +40,7 @@ func TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix(t *testing.T
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Internal().Put(ctx, ".lock", secret, store.PutOptions{IfAbsent: true}); err != nil {
+	if _, err := storeadmin.Internal(s).Put(ctx, ".lock", secret, store.PutOptions{IfAbsent: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Update(ctx, "counter", func([]byte, bool) ([]byte, error) { return secret, nil }); err != nil {
@@ -88,7 +90,7 @@ func TestUpdate_FS_ConcurrentWriters_NoUpdateLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	s, err := store.Open(b, newSealer(t), store.Options{UpdateAttempts: 1000})
+	s, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{UpdateAttempts: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,43 +2,27 @@ package store_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"filippo.io/age"
 	"go.uber.org/goleak"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// newSealer returns the product's sealer, an envelope with a fresh X25519
-// identity.
-func newSealer(t testing.TB) store.Sealer {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := envelope.New([]age.Identity{id}, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
-}
-
 // newStore returns a store over a fresh in-memory backend.
 func newStore(t testing.TB, opts store.Options) (*store.Store, *mem.Backend) {
 	t.Helper()
 	b := mem.New(mem.Options{})
-	s, err := store.Open(b, newSealer(t), opts)
+	s, err := storeadmin.Open(b, testkit.Envelope(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,26 +43,23 @@ func rawKeys(t testing.TB, b backend.Backend) []string {
 }
 
 // rawGet reads the stored bytes of key from b.
-func rawGet(t testing.TB, b backend.Backend, key string) []byte {
-	t.Helper()
-	rc, _, err := b.Get(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
+var rawGet = testkit.Read
 
 // switchFence is a store.Fence that can be tripped, with an optional
-// deadline.
+// deadline, an epoch and a write sequence.
 type switchFence struct {
 	mu       sync.Mutex
 	err      error
 	deadline time.Time
+	epoch    uint64
+	seq      uint64
+}
+
+func (f *switchFence) NextWrite() (uint64, uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seq++
+	return f.epoch, f.seq
 }
 
 func (f *switchFence) Err() error {
@@ -91,6 +72,13 @@ func (f *switchFence) Deadline() (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.deadline, !f.deadline.IsZero()
+}
+
+func (f *switchFence) Enter() (func(), error) {
+	if err := f.Err(); err != nil {
+		return nil, err
+	}
+	return func() {}, nil
 }
 
 func (f *switchFence) setDeadline(d time.Time) {

@@ -12,7 +12,7 @@ import (
 
 // List calls fn for each object whose name starts with prefix, in lexical
 // order of names; the backend paginates internally. Reserved names
-// (starting with '.') are listed only by the [Store.Internal] view. List
+// (starting with '.') are listed only by cairn-state's own view. List
 // stops at the first error fn returns and returns that error unchanged. An
 // invalid prefix fails with a *NameError.
 func (s *Store) List(ctx context.Context, prefix string, fn func(Info) error) (err error) {

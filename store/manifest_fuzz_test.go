@@ -6,16 +6,18 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"github.com/cairnhq/state/internal/storemeta"
 )
 
-func testManifest(t testing.TB) Manifest {
+func testManifest(t testing.TB) storemeta.Manifest {
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 30, 4, 18, 28, 0, time.UTC)
-	return Manifest{ID: newStoreID(now), Format: FormatBound, Created: now,
-		Recipients: []string{id.Recipient().String()}, Generation: 3}
+	return storemeta.Manifest{ID: newStoreID(now), Created: now, Recipients: []string{id.Recipient().String()}, Generation: 3,
+		LockMode: storemeta.LockModeClaims, Storage: "conditional-write probe: PutObject with If-None-Match: * on an existing object was carried out (header ignored)",
+		MigrationLog: true}
 }
 
 func TestManifest_RoundTrip(t *testing.T) {
@@ -28,7 +30,7 @@ func TestManifest_RoundTrip(t *testing.T) {
 	if err != nil || !got.Equal(m) {
 		t.Fatalf("decode(encode(m)) = %+v, %v; want %+v", got, err, m)
 	}
-	if created, ok := StoreIDTime(m.ID); !ok || !created.Equal(m.Created) {
+	if created, ok := storeIDTime(m.ID); !ok || !created.Equal(m.Created) {
 		t.Errorf("StoreIDTime = %v, %v; want %v", created, ok, m.Created)
 	}
 	if !strings.Contains(string(data), `"cairn_state_store":1`) {
@@ -37,21 +39,22 @@ func TestManifest_RoundTrip(t *testing.T) {
 }
 
 func TestManifest_Invalid_Refused(t *testing.T) {
-	for name, edit := range map[string]func(*Manifest){
-		"zero id":         func(m *Manifest) { m.ID = [16]byte{} },
-		"format 0":        func(m *Manifest) { m.Format = 0 },
-		"format 3":        func(m *Manifest) { m.Format = 3 },
-		"no time":         func(m *Manifest) { m.Created = time.Time{} },
-		"generation 0":    func(m *Manifest) { m.Generation = 0 },
-		"no recipient":    func(m *Manifest) { m.Recipients = nil },
-		"unsorted":        func(m *Manifest) { m.Recipients = append(m.Recipients, "age1aaaa") },
-		"bad recipient":   func(m *Manifest) { m.Recipients = []string{"age1notarecipient"} },
-		"secret as rcpt":  func(m *Manifest) { m.Recipients = []string{"AGE-SECRET-KEY-1QQQQ"} },
-		"duplicated rcpt": func(m *Manifest) { m.Recipients = append(m.Recipients, m.Recipients[0]) },
+	for name, edit := range map[string]func(*storemeta.Manifest){
+		"zero id":          func(m *storemeta.Manifest) { m.ID = [16]byte{} },
+		"no lock mode":     func(m *storemeta.Manifest) { m.LockMode = "" },
+		"bad lock mode":    func(m *storemeta.Manifest) { m.LockMode = "cas" },
+		"storage too long": func(m *storemeta.Manifest) { m.Storage = strings.Repeat("x", 2000) },
+		"no time":          func(m *storemeta.Manifest) { m.Created = time.Time{} },
+		"generation 0":     func(m *storemeta.Manifest) { m.Generation = 0 },
+		"no recipient":     func(m *storemeta.Manifest) { m.Recipients = nil },
+		"unsorted":         func(m *storemeta.Manifest) { m.Recipients = append(m.Recipients, "age1aaaa") },
+		"bad recipient":    func(m *storemeta.Manifest) { m.Recipients = []string{"age1notarecipient"} },
+		"secret as rcpt":   func(m *storemeta.Manifest) { m.Recipients = []string{"AGE-SECRET-KEY-1QQQQ"} },
+		"duplicated rcpt":  func(m *storemeta.Manifest) { m.Recipients = append(m.Recipients, m.Recipients[0]) },
 	} {
 		m := testManifest(t)
 		edit(&m)
-		if err := m.validate(); err == nil {
+		if err := m.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		} else if strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("%s: the error quotes the value: %v", name, err)
@@ -81,7 +84,7 @@ func FuzzDecodeManifest(f *testing.F) {
 			}
 			return
 		}
-		if err := got.validate(); err != nil {
+		if err := got.Validate(); err != nil {
 			t.Fatalf("accepted an invalid manifest: %v", err)
 		}
 		again, err := encodeManifest(got)

@@ -9,39 +9,35 @@ import (
 	"time"
 )
 
-// DefaultConcurrency is how many objects GetMany reads at once when
+// defaultConcurrency is how many objects GetMany reads at once when
 // ManyOptions.Concurrency is zero or less.
-const DefaultConcurrency = 16
+const defaultConcurrency = 16
 
-// DefaultBytesInFlight is how many sealed bytes GetMany reads and opens at
+// defaultBytesInFlight is how many sealed bytes GetMany reads and opens at
 // once when ManyOptions.MaxBytesInFlight is zero or less: one object of the
 // default maximum size, or many small ones.
-const DefaultBytesInFlight = 64 << 20
+const defaultBytesInFlight = 64 << 20
 
-// ManyOptions bound a bulk read. A nil *ManyOptions, like the zero value,
-// means the defaults.
+// ManyOptions bound a bulk read. The zero value means the defaults.
 type ManyOptions struct {
-	// Concurrency is how many reads are in flight at most;
-	// DefaultConcurrency when zero or less.
+	// Concurrency is how many reads are in flight at most; 16 when zero
+	// or less.
 	Concurrency int
 	// MaxBytesInFlight bounds the sealed bytes being read and opened at
 	// once, by the sizes the backend declares (an object of unknown size
-	// counts as the maximum object size); DefaultBytesInFlight when zero or
-	// less. An object larger than the bound is read alone. Values already
+	// counts as the maximum object size); 64 MiB (one object of the default
+	// maximum size) when zero or less. An object larger than the bound is read alone. Values already
 	// returned are not counted: GetMany's result holds them all.
 	MaxBytesInFlight int64
 }
 
-func (o *ManyOptions) withDefaults() ManyOptions {
-	var out ManyOptions
-	if o != nil {
-		out = *o
-	}
+func (o ManyOptions) withDefaults() ManyOptions {
+	out := o
 	if out.Concurrency <= 0 {
-		out.Concurrency = DefaultConcurrency
+		out.Concurrency = defaultConcurrency
 	}
 	if out.MaxBytesInFlight <= 0 {
-		out.MaxBytesInFlight = DefaultBytesInFlight
+		out.MaxBytesInFlight = defaultBytesInFlight
 	}
 	return out
 }
@@ -61,7 +57,7 @@ type Item struct {
 // returned error is nil when every item was read, and otherwise joins the
 // items' errors (errors.Is works through it). Once ctx is done, the items
 // not yet read fail with ctx's error.
-func (s *Store) GetMany(ctx context.Context, names []string, opts *ManyOptions) ([]Item, error) {
+func (s *Store) GetMany(ctx context.Context, names []string, opts ManyOptions) ([]Item, error) {
 	items := make([]Item, len(names))
 	if len(names) == 0 {
 		return items, nil
@@ -82,7 +78,7 @@ func (s *Store) GetMany(ctx context.Context, names []string, opts *ManyOptions) 
 // eachName reads names as GetMany does and hands each item to fn (from
 // several goroutines, each index once) as soon as it is read; the item's
 // budget is given back once fn returns.
-func (s *Store) eachName(ctx context.Context, names []string, opts *ManyOptions, fn func(i int, it Item)) {
+func (s *Store) eachName(ctx context.Context, names []string, opts ManyOptions, fn func(i int, it Item)) {
 	o := opts.withDefaults()
 	budget := newByteBudget(o.MaxBytesInFlight)
 	var next atomic.Int64
@@ -138,17 +134,33 @@ func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (i
 	if err := ctx.Err(); err != nil {
 		return Item{Name: name, Err: fmt.Errorf("store: get %q: %w", name, err)}, func() {}
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return Item{Name: name, Err: fmt.Errorf("store: get: %w", err)}, func() {}
 	}
-	sealed, obj, release, err := s.readWithin(ctx, key, name, budget)
+	release = func() {}
+	read := func() (Info, error) {
+		sealed, obj, rel, err := s.readWithin(ctx, key, name, budget)
+		release = rel
+		if err != nil {
+			return Info{}, err
+		}
+		plain, opened, err := s.open(name, sealed)
+		if err != nil {
+			return Info{}, err
+		}
+		it.Data, it.Info = plain, s.info(name, obj)
+		it.Info.Stamp = opened.Stamp
+		return it.Info, nil
+	}
+	if s.strictFor(name) {
+		err = s.judged(ctx, name, read)
+	} else {
+		_, err = read()
+	}
 	if err != nil {
 		return Item{Name: name, Err: err}, release
 	}
-	plain, _, err := s.open(name, sealed)
-	if err != nil {
-		return Item{Name: name, Err: err}, release
-	}
-	return Item{Name: name, Data: plain, Info: s.info(name, obj)}, release
+	it.Name = name
+	return it, release
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -49,12 +51,12 @@ func putNumbered(t testing.TB, s *store.Store, n int) []string {
 func TestGetMany_ReadsAllInOrderWithBoundedConcurrency(t *testing.T) {
 	for _, c := range []struct{ asked, want int }{{4, 4}, {0, store.DefaultConcurrency}, {-1, store.DefaultConcurrency}} {
 		sb := &slowBackend{Backend: mem.New(mem.Options{}), delay: 10 * time.Millisecond}
-		s, err := store.Open(sb, newSealer(t), store.Options{})
+		s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		names := putNumbered(t, s, 64)
-		items, err := s.GetMany(t.Context(), names, &store.ManyOptions{Concurrency: c.asked})
+		items, err := s.GetMany(t.Context(), names, store.ManyOptions{Concurrency: c.asked})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +75,7 @@ func TestGetMany_MissingObject_ItemErrorAndJoinedError(t *testing.T) {
 	s, _ := newStore(t, store.Options{})
 	names := putNumbered(t, s, 5)
 	names = append(names[:2], append([]string{"missing"}, names[2:]...)...)
-	items, err := s.GetMany(t.Context(), names, &store.ManyOptions{Concurrency: 2})
+	items, err := s.GetMany(t.Context(), names, store.ManyOptions{Concurrency: 2})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("GetMany = %v, want an error matching ErrNotFound", err)
 	}
@@ -96,7 +98,7 @@ func TestGetMany_CancelledContext_EveryItemFails(t *testing.T) {
 	names := putNumbered(t, s, 10)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	items, err := s.GetMany(ctx, names, &store.ManyOptions{Concurrency: 3})
+	items, err := s.GetMany(ctx, names, store.ManyOptions{Concurrency: 3})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("GetMany = %v, want context.Canceled", err)
 	}
@@ -109,7 +111,7 @@ func TestGetMany_CancelledContext_EveryItemFails(t *testing.T) {
 
 func TestGetMany_NoNames_NoItems(t *testing.T) {
 	s, _ := newStore(t, store.Options{})
-	items, err := s.GetMany(t.Context(), nil, nil)
+	items, err := s.GetMany(t.Context(), nil, store.ManyOptions{})
 	if err != nil || len(items) != 0 {
 		t.Fatalf("GetMany(nil) = %v, %v", items, err)
 	}
@@ -169,7 +171,7 @@ func TestGetMany_BoundedByBytesInFlight(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cb := &countingBackend{Backend: mem.New(mem.Options{})}
-			s, err := store.Open(cb, newSealer(t), store.Options{})
+			s, err := storeadmin.Open(cb, testkit.Envelope(t), store.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +183,7 @@ func TestGetMany_BoundedByBytesInFlight(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			items, err := s.GetMany(t.Context(), names, &store.ManyOptions{Concurrency: objects, MaxBytesInFlight: c.budget})
+			items, err := s.GetMany(t.Context(), names, store.ManyOptions{Concurrency: objects, MaxBytesInFlight: c.budget})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,10 +21,7 @@ func ExampleOptions_meterProvider() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(ctx)
 
-	st, err := store.Open(mem.New(mem.Options{}), exampleEnvelope(), store.Options{MeterProvider: mp})
-	if err != nil {
-		log.Fatal(err)
-	}
+	st := exampleStore(mem.New(mem.Options{}), store.Options{MeterProvider: mp})
 	_, _ = st.Put(ctx, "settings", []byte(`{"theme":"dark"}`), store.PutOptions{})
 	_, _, _ = st.Get(ctx, "settings")
 	_, _, _ = st.Get(ctx, "missing")
@@ -45,7 +42,7 @@ func ExampleOptions_meterProvider() {
 	}
 	// Unordered output:
 	// cairn_state.store.operation.duration (s):
-	//   put ok: 1
+	//   put ok: 2
 	//   get ok: 1
 	//   get not_found: 1
 }

@@ -18,8 +18,10 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/cairnhq/state/backend/fault"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -38,7 +40,7 @@ func newMetered(t testing.TB, opts store.Options) *metered {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	f := fault.New(mem.New(mem.Options{}))
 	opts.MeterProvider = mp
-	st, err := store.Open(f, newSealer(t), opts)
+	st, err := storeadmin.Open(f, testkit.Envelope(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func findMetric(t testing.TB, rm metricdata.ResourceMetrics, name string) (metri
 func attrsKey(set attribute.Set) string {
 	var parts []string
 	for _, kv := range set.ToSlice() {
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	return strings.Join(parts, ",")
 }
@@ -167,7 +169,7 @@ func TestMetrics_OperationsCountedByKindAndOutcome(t *testing.T) {
 		t.Fatalf("fenced Delete = %v", err)
 	}
 	// An object sealed by another store's key does not open.
-	other, err := store.Open(m.f, newSealer(t), store.Options{})
+	other, err := storeadmin.Open(m.f, testkit.Envelope(t), store.Options{})
 	must(err)
 	_, err = other.Put(ctx, "foreign", []byte("x"), store.PutOptions{})
 	must(err)
@@ -388,7 +390,7 @@ func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) 
 }
 
 func TestMetrics_ProviderRefusingInstruments_OpenFailsNamingIt(t *testing.T) {
-	_, err := store.Open(mem.New(mem.Options{}), newSealer(t), store.Options{MeterProvider: refusingProvider{}})
+	_, err := storeadmin.Open(mem.New(mem.Options{}), testkit.Envelope(t), store.Options{MeterProvider: refusingProvider{}})
 	if err == nil || !strings.Contains(err.Error(), store.MetricOperationDuration) || !strings.Contains(err.Error(), "instrument refused") {
 		t.Fatalf("Open with a provider that refuses the histogram = %v, want an error naming it", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/secret"
 )
 
 // MaxNameLen is the longest state name, in bytes. With the reserved prefix
@@ -14,22 +15,28 @@ import (
 // backend.MaxKeyLen.
 const MaxNameLen = 512
 
-// MaxRootLen is the longest root prefix, in bytes.
-const MaxRootLen = backend.MaxKeyLen - MaxNameLen - len(Prefix) - 1
+// maxRootLen is the longest root prefix, in bytes.
+const maxRootLen = backend.MaxKeyLen - MaxNameLen - len(Prefix) - 1
 
 // NameError is the error for a refused state name. It matches
 // [ErrInvalidName] with errors.Is, and also [ErrReservedName] when the name
 // is reserved.
 type NameError struct {
-	Name   string // the refused name
+	// Name is the refused name; empty when it looks like a secret, which
+	// is never repeated.
+	Name   string
 	Reason string // why, in words
 	// Reserved reports that the name is well formed but reserved for
 	// cairn-state's own objects (it starts with '.').
 	Reserved bool
 }
 
-// Error names the refused name (cut to 64 bytes) and the reason.
+// Error names the refused name (cut to 64 bytes, quoted with its control
+// characters escaped) and the reason.
 func (e *NameError) Error() string {
+	if e.Name == "" {
+		return "state name: " + e.Reason
+	}
 	shown := e.Name
 	if len(shown) > 64 {
 		shown = shown[:64] + "…"
@@ -43,13 +50,16 @@ func (e *NameError) Is(target error) bool {
 	return target == ErrInvalidName || (e.Reserved && target == ErrReservedName)
 }
 
-// ValidateName reports whether name is a valid state name for applications:
+// checkAppName reports whether name is a valid state name for applications:
 // non-empty UTF-8 of at most MaxNameLen bytes, made of '/'-separated
 // segments, none of them empty, "." or "..", not starting with '/', with no
-// control character and no backslash, and not starting with '.' (those
-// names are reserved for cairn-state's own objects, such as the lock). The
-// error is a *NameError.
-func ValidateName(name string) error {
+// control character and no backslash, not looking like a secret (an age
+// identity, a private key, a passphrase, a URL with credentials: names are
+// stored in the clear, so a secret pasted where a name belongs is refused,
+// and not repeated in the error), and not starting with '.' (those names
+// are reserved for cairn-state's own objects, such as the lock). The error
+// is a *NameError.
+func checkAppName(name string) error {
 	return validateName(name, false)
 }
 
@@ -72,6 +82,9 @@ func validateName(name string, internal bool) error {
 		case r == '\\':
 			return bad("contains a backslash")
 		}
+	}
+	if kind := secret.Detect(name); kind != "" {
+		return &NameError{Reason: fmt.Sprintf("refused: it looks like %s; names are stored and listed in the clear, so a secret is never one (the name is not shown)", kind)}
 	}
 	for seg := range strings.SplitSeq(name, "/") {
 		switch seg {
@@ -110,8 +123,8 @@ func normalizeRoot(root string) (string, error) {
 	if root[0] == '/' {
 		return "", bad("absolute (starts with '/')")
 	}
-	if len(root) > MaxRootLen {
-		return "", bad(fmt.Sprintf("%d bytes, longer than %d", len(root), MaxRootLen))
+	if len(root) > maxRootLen {
+		return "", bad(fmt.Sprintf("%d bytes, longer than %d", len(root), maxRootLen))
 	}
 	if err := backend.ValidateKey(root); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrInvalidRoot, err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
 )
 
 // Object is one object as [Store.GetObject] read and opened it.
@@ -16,10 +16,10 @@ type Object struct {
 	Sealed []byte
 	// Info describes the stored object.
 	Info Info
-	// Opened is what the envelope learnt while opening it (format
-	// version, store id, whether it was sealed to the store's recipient
-	// set, whether it was opened through a recovery identity). It is zero
-	// for a store opened with a Sealer other than a connected store's.
+	// Opened is what the envelope learnt while opening it (store id,
+	// stamp, whether it was sealed to the store's recipient set, whether
+	// it was opened through a recovery identity). It is zero for a store
+	// opened with a Sealer other than a connected store's.
 	Opened envelope.Opened
 }
 
@@ -30,7 +30,7 @@ func (s *Store) GetObject(ctx context.Context, name string) (_ Object, err error
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opGet, time.Now(), &err)
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return Object{}, fmt.Errorf("store: get: %w", err)
 	}
@@ -50,22 +50,30 @@ func (s *Store) getObject(ctx context.Context, key, name string, budget *byteBud
 	if err != nil {
 		return Object{}, err
 	}
-	return Object{Data: plain, Sealed: sealed, Info: s.info(name, obj), Opened: opened}, nil
+	info := s.info(name, obj)
+	info.Stamp = opened.Stamp
+	return Object{Data: plain, Sealed: sealed, Info: info, Opened: opened}, nil
 }
 
 // open opens the sealed bytes of name with the store's sealer, with what
 // the envelope learnt about them when the sealer is the store's own. Its
-// error is Get's: ErrUnreadable, wrapping the sealer's.
+// error is Get's: ErrUnreadable, wrapping the sealer's. Through the
+// internal view a kept version opens bound to the name it is a version
+// of (its bytes are that object's, ADR 0040 §1).
 func (s *Store) open(name string, sealed []byte) ([]byte, envelope.Opened, error) {
+	bound := name
+	if s.internal {
+		bound = boundName(name)
+	}
 	var (
 		plain  []byte
 		opened envelope.Opened
 		err    error
 	)
 	if ss, ok := s.c.sealer.(*storeSealer); ok {
-		plain, opened, err = ss.openWithInfo(name, sealed)
+		plain, opened, err = ss.openWithInfo(bound, sealed)
 	} else {
-		plain, err = s.c.sealer.Open(name, sealed)
+		plain, err = s.c.sealer.Open(bound, sealed)
 	}
 	if err != nil {
 		return nil, envelope.Opened{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)

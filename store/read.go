@@ -18,18 +18,12 @@ import (
 // is done with the sealed bytes (after opening them). release is never nil.
 func (s *Store) readWithin(ctx context.Context, key, name string, budget *byteBudget) (sealed []byte, obj backend.Object, release func(), err error) {
 	release = func() {}
-	rc, obj, err := s.c.b.Get(ctx, key)
-	if errors.Is(err, backend.ErrCorrupt) {
-		return nil, backend.Object{}, release, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
-	}
+	rc, obj, err := s.getWithin(ctx, key, name)
 	if err != nil {
-		return nil, backend.Object{}, release, s.wrap("get", name, err)
+		return nil, backend.Object{}, release, err
 	}
 	defer rc.Close()
 	limit := s.c.maxSize
-	if obj.Size > limit {
-		return nil, backend.Object{}, release, fmt.Errorf("store: get %q: %d bytes stored, limit %d: %w (%w)", name, obj.Size, limit, ErrTooLarge, ErrUnreadable)
-	}
 	if budget != nil {
 		charge := obj.Size
 		if charge < 0 {
@@ -61,8 +55,31 @@ func (s *Store) readWithin(ctx context.Context, key, name string, budget *byteBu
 	}
 	if int64(len(buf)) > limit {
 		release()
-		return nil, backend.Object{}, func() {}, fmt.Errorf("store: get %q: more than %d bytes read (declared %d): %w (%w)", name, limit, obj.Size, ErrTooLarge, ErrUnreadable)
+		return nil, backend.Object{}, func() {}, s.overRead(name, obj)
 	}
 	s.c.metrics.moved(ctx, dirRead, len(buf))
 	return buf, obj, release, nil
+}
+
+// getWithin starts reading key, refusing an object whose declared size is
+// over the maximum size; the caller limits its read to that maximum (and
+// reports overRead when the declared size lied) and closes the body.
+func (s *Store) getWithin(ctx context.Context, key, name string) (io.ReadCloser, backend.Object, error) {
+	rc, obj, err := s.c.b.Get(ctx, key)
+	if errors.Is(err, backend.ErrCorrupt) {
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
+	}
+	if err != nil {
+		return nil, backend.Object{}, s.wrap("get", name, err)
+	}
+	if limit := s.c.maxSize; obj.Size > limit {
+		rc.Close()
+		return nil, backend.Object{}, fmt.Errorf("store: get %q: %s stored, over the %s limit: %w (%w)", name, mib(obj.Size), mib(limit), ErrTooLarge, ErrUnreadable)
+	}
+	return rc, obj, nil
+}
+
+// overRead is the error of a read that found more than the maximum size.
+func (s *Store) overRead(name string, obj backend.Object) error {
+	return fmt.Errorf("store: get %q: more than %s read (declared %s): %w (%w)", name, mib(s.c.maxSize), mib(obj.Size), ErrTooLarge, ErrUnreadable)
 }

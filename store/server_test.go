@@ -12,6 +12,8 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
@@ -45,7 +47,7 @@ func runRawBucketTests(t *testing.T, srv *testutil.S3Server, cas bool) {
 // a new version, and a stale version cannot match by accident (ABA).
 func testRawSameValueNewVersion(t *testing.T, u s3Under, cas bool) {
 	ctx := t.Context()
-	s, err := store.Open(u.b, newSealer(t), store.Options{})
+	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func oracleObjects(t *testing.T, u s3Under) map[string][]byte {
 func testRawSecretNeverStored(t *testing.T, u s3Under) {
 	ctx := t.Context()
 	const root = "apps/raw"
-	s, err := store.Open(u.b, newSealer(t), store.Options{Root: root})
+	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +117,7 @@ func testRawSecretNeverStored(t *testing.T, u s3Under) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Internal().Put(ctx, ".lock", secret, store.PutOptions{}); err != nil {
+	if _, err := storeadmin.Internal(s).Put(ctx, ".lock", secret, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.PutJSON(ctx, s, "json", 1, map[string]string{"k": string(secret)}, store.PutOptions{}); err != nil {
@@ -143,7 +145,7 @@ func testRawSecretNeverStored(t *testing.T, u s3Under) {
 
 func testRawGuard(t *testing.T, u s3Under) {
 	ctx := t.Context()
-	s, err := store.Open(u.b, newSealer(t), store.Options{Root: "guarded"})
+	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{Root: "guarded"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func testRawConcurrentUpdates(t *testing.T, u s3Under, cas bool) {
 	if u.b.Capabilities().ConditionalWrites != cas {
 		t.Fatalf("backend conditional writes = %v, want %v", u.b.Capabilities().ConditionalWrites, cas)
 	}
-	s, err := store.Open(u.b, newSealer(t), store.Options{Root: "updates", UpdateAttempts: 200})
+	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{Root: "updates", UpdateAttempts: 200})
 	if err != nil {
 		t.Fatal(err)
 	}

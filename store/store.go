@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storehook"
 )
 
 // Prefix is the reserved folder, below the optional root prefix, under which
@@ -20,18 +23,9 @@ const Prefix = ".cairn-state/"
 // Options.MaxObjectSize is zero.
 const DefaultMaxObjectSize = 64 << 20
 
-// DefaultUpdateAttempts is how many times Update tries when
+// defaultUpdateAttempts is how many times Update tries when
 // Options.UpdateAttempts is zero.
-const DefaultUpdateAttempts = 10
-
-// Sealer seals and opens one object bound to its name. *envelope.Envelope
-// satisfies it. The store passes the state name (not the full key), so a
-// store whose root prefix moved still opens its objects, while an object
-// copied to another name does not open.
-type Sealer interface {
-	Seal(name string, plaintext []byte) ([]byte, error)
-	Open(name string, sealed []byte) ([]byte, error)
-}
+const defaultUpdateAttempts = 10
 
 // Info describes one stored state object.
 type Info struct {
@@ -43,6 +37,12 @@ type Info struct {
 	// produced this Info (zero where the backend cannot tell): the
 	// object's age is Now − ModTime, judged on one clock.
 	Now time.Time
+	// Stamp is what the object's authenticated header says about the
+	// write that made it (the manifest generation, the writer's epoch and
+	// write sequence), when the object was read and opened (Get,
+	// GetObject, GetMany, Verify, Update) or written (Put, Update) through
+	// a connected store; zero from List and Stat, which open nothing.
+	Stamp envelope.Stamp
 }
 
 // Options configure a Store. The zero value is usable.
@@ -55,7 +55,7 @@ type Options struct {
 	MaxObjectSize int64
 	// UpdateAttempts bounds how many times Update reads, applies and tries
 	// its conditional write before it gives up with ErrConflict; 0 means
-	// DefaultUpdateAttempts.
+	// 10.
 	UpdateAttempts int
 	// Logger receives debug records (names only, never values); nil
 	// means slog.Default().
@@ -63,6 +63,17 @@ type Options struct {
 	// MeterProvider, when not nil, receives the store's metrics (see
 	// "Metrics" in the package doc); nil records none, at no cost.
 	MeterProvider metric.MeterProvider
+	// History is how many versions of each application name a fenced
+	// view keeps under .cairn-state/.history/, the current one included
+	// (see "History" in the package doc): 0 means DefaultHistory, and
+	// NoHistory (any negative value) keeps none.
+	History int
+	// RejectRollback makes Get, GetReader, GetMany and Update refuse,
+	// with a *PutBackError (ErrPutBack), an object older than a version
+	// kept in its own history: an older genuine version put back (Update
+	// then calls no function and writes nothing). It costs a listing of
+	// the object's history alongside each read (docs/history.md).
+	RejectRollback bool
 }
 
 // PutOptions are the conditions of a Put (see backend.PutOptions). The zero
@@ -83,31 +94,37 @@ type DeleteOptions struct {
 }
 
 // Store is encrypted state under <root>/.cairn-state/ of a backend. A Store
-// is a cheap view: [Store.WithFence] and [Store.Internal] return new views
-// over the same objects. It is safe for concurrent use.
+// is a cheap view: [Store.WithFence] returns a new view over the same
+// objects. It is safe for concurrent use.
 type Store struct {
 	c        *core
 	internal bool
 	fences   []Fence
+	memo     *versionMemo // what the fenced views know of versions (write.go)
 }
 
 // core is what all views of one store share.
 type core struct {
 	b        backend.Backend
-	sealer   Sealer
+	sealer   storehook.Sealer
 	root     string // normalized root, "" when none
 	prefix   string // key prefix: reservedPrefix(root)
 	maxSize  int64
 	attempts int
 	log      *slog.Logger
 	metrics  *storeMetrics // nil without a MeterProvider
+	location string        // names the store in messages (ConnectOptions.Location)
+	history  int           // versions kept per name; 0: off (Options.History resolved)
+	strict   bool          // Options.RejectRollback
+	writers  *sync.Map     // epoch → HolderInfo read from its writer record (history.go)
+	recorded *sync.Map     // epoch → struct{}: its writer record is written
 }
 
-// Open returns a Store over b that seals with s. It touches no storage; it
+// openStore returns a Store over b that seals with s. It touches no storage; it
 // fails only for a nil backend or sealer, an invalid Options.Root
 // (ErrInvalidRoot), or a MeterProvider that refuses the store's
 // instruments.
-func Open(b backend.Backend, s Sealer, opts Options) (*Store, error) {
+func openStore(b backend.Backend, s storehook.Sealer, opts Options) (*Store, error) {
 	if b == nil {
 		return nil, errors.New("store: open: nil backend")
 	}
@@ -131,46 +148,68 @@ func Open(b backend.Backend, s Sealer, opts Options) (*Store, error) {
 		attempts: opts.UpdateAttempts,
 		log:      opts.Logger,
 		metrics:  m,
+		strict:   opts.RejectRollback,
+		writers:  new(sync.Map),
+		recorded: new(sync.Map),
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxObjectSize
 	}
 	if c.attempts <= 0 {
-		c.attempts = DefaultUpdateAttempts
+		c.attempts = defaultUpdateAttempts
 	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	switch {
+	case opts.History == 0:
+		c.history = DefaultHistory
+	case opts.History > 0:
+		c.history = opts.History
+	}
 	return &Store{c: c}, nil
 }
 
-// Internal returns a view that also accepts the reserved names starting
+// internalView returns a view that also accepts the reserved names starting
 // with '.' (the lock, the migration log) and shows them in List. It is for
 // cairn-state's own packages; applications use the Store they were given.
 // The view keeps this view's fences.
-func (s *Store) Internal() *Store {
+func (s *Store) internalView() *Store {
 	v := *s
 	v.internal = true
 	return &v
 }
 
-// Root returns the store's normalized root prefix ("" when none).
-func (s *Store) Root() string { return s.c.root }
+// root returns the store's normalized root prefix ("" when none).
+func (s *Store) root() string { return s.c.root }
 
-// KeyPrefix returns the backend key prefix under which the store keeps its
+// keyPrefix returns the backend key prefix under which the store keeps its
 // objects: "<root>/.cairn-state/", or ".cairn-state/" without a root.
-func (s *Store) KeyPrefix() string { return s.c.prefix }
+func (s *Store) keyPrefix() string { return s.c.prefix }
 
 // Key returns the backend key of the state object name, or a *NameError.
-func (s *Store) Key(name string) (string, error) {
+func (s *Store) key(name string) (string, error) {
 	if err := validateName(name, s.internal); err != nil {
 		return "", err
 	}
 	return s.c.prefix + name, nil
 }
 
-// MaxObjectSize returns the largest sealed object the store accepts.
-func (s *Store) MaxObjectSize() int64 { return s.c.maxSize }
+// mib formats a size for the size errors: whole MiB as "64 MiB", other
+// sizes from 1 MiB with their bytes too, so that a size just over a limit
+// does not read as equal to it.
+func mib(n int64) string {
+	switch {
+	case n < 0:
+		return "an unknown size"
+	case n < 1<<20:
+		return fmt.Sprintf("%d bytes", n)
+	case n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	default:
+		return fmt.Sprintf("%.2f MiB (%d bytes)", float64(n)/(1<<20), n)
+	}
+}
 
 // Get reads and opens one object. It fails with an error wrapping
 // ErrNotFound when the object does not exist, ErrTooLarge when it is larger
@@ -181,9 +220,12 @@ func (s *Store) Get(ctx context.Context, name string) (_ []byte, _ Info, err err
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opGet, time.Now(), &err)
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return nil, Info{}, fmt.Errorf("store: get: %w", err)
+	}
+	if s.strictFor(name) {
+		return s.getStrict(ctx, key, name)
 	}
 	return s.get(ctx, key, name)
 }
@@ -193,11 +235,13 @@ func (s *Store) get(ctx context.Context, key, name string) ([]byte, Info, error)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	plain, _, err := s.open(name, sealed)
+	plain, opened, err := s.open(name, sealed)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	return plain, s.info(name, obj), nil
+	info := s.info(name, obj)
+	info.Stamp = opened.Stamp
+	return plain, info, nil
 }
 
 // read fetches the sealed bytes of key (see readWithin).
@@ -217,7 +261,7 @@ func (s *Store) Put(ctx context.Context, name string, data []byte, opts PutOptio
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opPut, time.Now(), &err)
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: put: %w", err)
 	}
@@ -225,20 +269,36 @@ func (s *Store) Put(ctx context.Context, name string, data []byte, opts PutOptio
 }
 
 func (s *Store) put(ctx context.Context, key, name string, data []byte, opts PutOptions) (Info, error) {
-	if (opts.IfAbsent || opts.IfVersion != "") && !s.ConditionalWrites() {
+	return s.putWith(ctx, key, name, data, opts, nil)
+}
+
+// putWith is put, telling res (when not nil) what a write that keeps
+// history replaced.
+func (s *Store) putWith(ctx context.Context, key, name string, data []byte, opts PutOptions, res *histResult) (Info, error) {
+	if (opts.IfAbsent || opts.IfVersion != "") && !s.conditionalWrites() {
 		return Info{}, fmt.Errorf("store: put %q: conditional write on a backend without compare-and-swap: %w", name, ErrUnsupported)
 	}
 	if err := s.checkFences("put", name); err != nil {
 		return Info{}, err
 	}
-	sealed, err := s.c.sealer.Seal(name, data)
+	sealed, stamp, err := s.seal(name, data)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: put %q: seal: %w", name, err)
 	}
 	if int64(len(sealed)) > s.c.maxSize {
-		return Info{}, fmt.Errorf("store: put %q: %d bytes sealed, limit %d: %w", name, len(sealed), s.c.maxSize, ErrTooLarge)
+		return Info{}, fmt.Errorf("store: put %q: %s sealed, over the %s limit: %w", name, mib(int64(len(sealed))), mib(s.c.maxSize), ErrTooLarge)
 	}
-	return s.putSealed(ctx, key, name, sealed, opts)
+	var info Info
+	if s.keepsHistory(name) {
+		info, err = s.putKept(ctx, write{op: "put", key: key, name: name, sealed: sealed, put: opts}, stamp, res)
+	} else {
+		info, err = s.putSealed(ctx, key, name, sealed, opts)
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	info.Stamp = stamp
+	return info, nil
 }
 
 // Delete removes one object. It fails with an error wrapping ErrNotFound
@@ -250,28 +310,25 @@ func (s *Store) Delete(ctx context.Context, name string, opts DeleteOptions) (er
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opDelete, time.Now(), &err)
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return fmt.Errorf("store: delete: %w", err)
 	}
-	if opts.IfVersion != "" && !s.ConditionalWrites() {
+	if opts.IfVersion != "" && !s.conditionalWrites() {
 		return fmt.Errorf("store: delete %q: conditional delete on a backend without compare-and-swap: %w", name, ErrUnsupported)
 	}
-	ctx, cancel, err := s.fencedContext(ctx, "delete", name)
-	if err != nil {
+	if s.keepsHistory(name) {
+		_, err = s.deleteKept(ctx, key, name, opts)
 		return err
 	}
-	defer cancel()
-	if err := s.c.b.Delete(ctx, key, backend.DeleteOptions{IfVersion: opts.IfVersion}); err != nil {
-		return s.fenceWrap(ctx, "delete", name, err)
-	}
-	return nil
+	_, err = s.send(ctx, write{op: "delete", key: key, name: name, del: true, ifVersion: opts.IfVersion})
+	return err
 }
 
-// Stater is an optional side interface of a backend that can describe one
+// stater is an optional side interface of a backend that can describe one
 // object without listing or reading it. The store uses it for Stat when the
 // backend offers it.
-type Stater interface {
+type stater interface {
 	Stat(ctx context.Context, key string) (backend.Object, error)
 }
 
@@ -284,11 +341,11 @@ func (s *Store) Stat(ctx context.Context, name string) (_ Info, err error) {
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opStat, time.Now(), &err)
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: stat: %w", err)
 	}
-	if st, ok := s.c.b.(Stater); ok {
+	if st, ok := s.c.b.(stater); ok {
 		obj, err := st.Stat(ctx, key)
 		if err != nil {
 			return Info{}, s.wrap("stat", name, err)
@@ -314,7 +371,7 @@ func (s *Store) Stat(ctx context.Context, name string) (_ Info, err error) {
 }
 
 // Now returns the current time on the storage's clock.
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
+func (s *Store) now(ctx context.Context) (time.Time, error) {
 	t, err := s.c.b.Now(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("store: storage clock: %w", err)
@@ -322,20 +379,24 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	return t, nil
 }
 
-// ConditionalWrites reports whether the backend enforces the conditions of
+// conditionalWrites reports whether the backend enforces the conditions of
 // PutOptions and DeleteOptions atomically. When false, Update is
 // last-writer-wins.
-func (s *Store) ConditionalWrites() bool { return s.c.b.Capabilities().ConditionalWrites }
+func (s *Store) conditionalWrites() bool { return s.c.b.Capabilities().ConditionalWrites }
 
 // Backend returns the backend the store writes to.
-func (s *Store) Backend() backend.Backend { return s.c.b }
+func (s *Store) backend() backend.Backend { return s.c.b }
 
 func (s *Store) info(name string, obj backend.Object) Info {
+	s.memo.set(s.c.prefix+name, obj.Version)
 	return Info{Name: name, Size: obj.Size, Version: obj.Version, ModTime: obj.ModTime, Now: obj.Now}
 }
 
 // wrap names the state object in a backend error. Context errors stay
 // reachable with errors.Is, as do the backend sentinels.
 func (s *Store) wrap(op, name string, err error) error {
+	if op == "get" && errors.Is(err, backend.ErrNotFound) {
+		s.memo.set(s.c.prefix+name, memoAbsent)
+	}
 	return fmt.Errorf("store: %s %q: %w", op, name, err)
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -53,8 +55,8 @@ func TestPut_StoredBytesAreSealedUnderReservedPrefix(t *testing.T) {
 			want += "/"
 		}
 		want += ".cairn-state/"
-		if s.KeyPrefix() != want {
-			t.Errorf("root %q: KeyPrefix %q, want %q", root, s.KeyPrefix(), want)
+		if storeadmin.KeyPrefix(s) != want {
+			t.Errorf("root %q: KeyPrefix %q, want %q", root, storeadmin.KeyPrefix(s), want)
 		}
 		keys := rawKeys(t, b)
 		if len(keys) != 3 {
@@ -91,7 +93,7 @@ func TestValidateName_RefusesHostileNames(t *testing.T) {
 		{strings.Repeat("n", store.MaxNameLen+1), "longer than"},
 	}
 	for _, c := range cases {
-		err := store.ValidateName(c.name)
+		err := storeadmin.ValidateName(c.name)
 		if !errors.Is(err, store.ErrInvalidName) || errors.Is(err, store.ErrReservedName) {
 			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName (not reserved)", c.name, err)
 			continue
@@ -101,7 +103,7 @@ func TestValidateName_RefusesHostileNames(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"a", "a/b/c", "ünïcode/ name with spaces", "x?#%+&=", "a.b", "a/.b", strings.Repeat("n", store.MaxNameLen)} {
-		if err := store.ValidateName(ok); err != nil {
+		if err := storeadmin.ValidateName(ok); err != nil {
 			t.Errorf("ValidateName(%q) = %v, want nil", ok, err)
 		}
 	}
@@ -137,15 +139,15 @@ func TestOperations_InvalidName_RefusedBeforeStorage(t *testing.T) {
 
 func TestOpen_InvalidRoot_Refused(t *testing.T) {
 	for _, root := range []string{"/abs", "a//b", "../up", "a/../b", "x\x00", "apps/.cairn-state/x", "apps/.CAIRN-STATE", strings.Repeat("r", store.MaxRootLen+1)} {
-		_, err := store.Open(mem.New(mem.Options{}), newSealer(t), store.Options{Root: root})
+		_, err := storeadmin.Open(mem.New(mem.Options{}), testkit.Envelope(t), store.Options{Root: root})
 		if !errors.Is(err, store.ErrInvalidRoot) {
 			t.Errorf("Open(root %q) = %v, want ErrInvalidRoot", root, err)
 		}
 	}
-	if _, err := store.Open(nil, newSealer(t), store.Options{}); err == nil {
+	if _, err := storeadmin.Open(nil, testkit.Envelope(t), store.Options{}); err == nil {
 		t.Error("Open(nil backend) succeeded")
 	}
-	if _, err := store.Open(mem.New(mem.Options{}), nil, store.Options{}); err == nil {
+	if _, err := storeadmin.Open(mem.New(mem.Options{}), nil, store.Options{}); err == nil {
 		t.Error("Open(nil sealer) succeeded")
 	}
 }
@@ -156,7 +158,7 @@ func TestReservedNames_OnlyInternalViewAcceptsAndListsThem(t *testing.T) {
 	if _, err := s.Put(ctx, ".lock", []byte("x"), store.PutOptions{}); !errors.Is(err, store.ErrReservedName) || !errors.Is(err, store.ErrInvalidName) {
 		t.Fatalf("public Put(.lock) = %v, want ErrReservedName and ErrInvalidName", err)
 	}
-	in := s.Internal()
+	in := storeadmin.Internal(s)
 	if _, err := in.Put(ctx, ".lock", []byte("holder"), store.PutOptions{}); err != nil {
 		t.Fatalf("internal Put(.lock): %v", err)
 	}
@@ -204,8 +206,8 @@ func TestGet_Missing_ErrNotFoundNamingObject(t *testing.T) {
 func TestGet_RootMoved_StillOpens(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	sealer := newSealer(t)
-	old, _ := store.Open(b, sealer, store.Options{Root: "old/place"})
+	sealer := testkit.Envelope(t)
+	old, _ := storeadmin.Open(b, sealer, store.Options{Root: "old/place"})
 	if _, err := old.Put(ctx, "config/key", []byte("k3y"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +216,7 @@ func TestGet_RootMoved_StillOpens(t *testing.T) {
 	if _, err := b.Put(ctx, "new/place/.cairn-state/config/key", raw, backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	moved, _ := store.Open(b, sealer, store.Options{Root: "new/place"})
+	moved, _ := storeadmin.Open(b, sealer, store.Options{Root: "new/place"})
 	got, _, err := moved.Get(ctx, "config/key")
 	if err != nil || string(got) != "k3y" {
 		t.Fatalf("Get after moving the root = %q, %v; want the value", got, err)
@@ -243,13 +245,13 @@ func TestGet_CopiedToAnotherName_FailsToOpen(t *testing.T) {
 func TestGet_WrongKeyOrTampered_EnvelopeErrorNamingObject(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	s, _ := store.Open(b, newSealer(t), store.Options{})
+	s, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
 	if _, err := s.Put(ctx, "token", []byte("secret"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stranger, _ := store.Open(b, newSealer(t), store.Options{})
-	if _, _, err := stranger.Get(ctx, "token"); !errors.Is(err, envelope.ErrNoIdentity) || !strings.Contains(err.Error(), `"token"`) {
-		t.Errorf("Get with another identity = %v, want envelope.ErrNoIdentity naming the object", err)
+	stranger, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	if _, _, err := stranger.Get(ctx, "token"); !errors.Is(err, envelope.ErrNoMatchingIdentity) || !strings.Contains(err.Error(), `"token"`) {
+		t.Errorf("Get with another identity = %v, want envelope.ErrNoMatchingIdentity naming the object", err)
 	}
 	raw := rawGet(t, b, ".cairn-state/token")
 	raw[len(raw)-1] ^= 1
@@ -307,13 +309,16 @@ func (endless) Read(p []byte) (int, error) {
 
 func TestGet_DeclaredOversize_RefusedWithoutReading(t *testing.T) {
 	sb := &sizedBackend{Backend: mem.New(mem.Options{}), declared: 1 << 40, body: endless{}}
-	s, err := store.Open(sb, newSealer(t), store.Options{MaxObjectSize: 1 << 20})
+	s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{MaxObjectSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = s.Get(t.Context(), "huge")
 	if !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("Get = %v, want ErrTooLarge", err)
+	}
+	if want := "1048576 MiB stored, over the 1 MiB limit"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Get = %q, want it to say %q", err, want)
 	}
 	if sb.read != 0 {
 		t.Errorf("read %d bytes of an object declared too large, want 0", sb.read)
@@ -323,13 +328,16 @@ func TestGet_DeclaredOversize_RefusedWithoutReading(t *testing.T) {
 func TestGet_SizeLies_ReadStopsJustPastLimit(t *testing.T) {
 	const limit = 1 << 20
 	sb := &sizedBackend{Backend: mem.New(mem.Options{}), declared: 100, body: endless{}}
-	s, err := store.Open(sb, newSealer(t), store.Options{MaxObjectSize: limit})
+	s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{MaxObjectSize: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = s.Get(t.Context(), "liar")
 	if !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("Get = %v, want ErrTooLarge", err)
+	}
+	if want := "more than 1 MiB read (declared 100 bytes)"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Get = %q, want it to say %q", err, want)
 	}
 	if sb.read > limit+1 {
 		t.Errorf("read %d bytes of an endless object, want at most limit+1 = %d", sb.read, limit+1)
@@ -341,6 +349,9 @@ func TestPut_SealedOverMax_RefusedAndNothingWritten(t *testing.T) {
 	_, err := s.Put(t.Context(), "big", make([]byte, 4096), store.PutOptions{})
 	if !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("Put = %v, want ErrTooLarge", err)
+	}
+	if want := "sealed, over the 4096 bytes limit"; !strings.Contains(err.Error(), want) {
+		t.Errorf("Put = %q, want it to say %q", err, want)
 	}
 	if keys := rawKeys(t, b); len(keys) != 0 {
 		t.Errorf("stored %q, want nothing", keys)
@@ -381,8 +392,8 @@ func TestPut_Conditions_CompareAndSwap(t *testing.T) {
 func TestPut_ConditionWithoutCAS_UnsupportedAndNothingWritten(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{NoConditionalWrites: true})
-	s, _ := store.Open(b, newSealer(t), store.Options{})
-	if s.ConditionalWrites() {
+	s, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	if storeadmin.ConditionalWrites(s) {
 		t.Fatal("ConditionalWrites() = true on a backend without them")
 	}
 	if _, err := s.Put(ctx, "c", []byte("1"), store.PutOptions{IfAbsent: true}); !errors.Is(err, store.ErrUnsupported) {
@@ -406,7 +417,7 @@ func TestPut_ConditionWithoutCAS_UnsupportedAndNothingWritten(t *testing.T) {
 func TestStat_DescribesWithoutOpening(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	writer, _ := store.Open(b, newSealer(t), store.Options{})
+	writer, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
 	put, err := writer.Put(ctx, "a", []byte("value"), store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +428,7 @@ func TestStat_DescribesWithoutOpening(t *testing.T) {
 		}
 	}
 	// A store with another key cannot open the object but can describe it.
-	stranger, _ := store.Open(b, newSealer(t), store.Options{})
+	stranger, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
 	info, err := stranger.Stat(ctx, "a")
 	if err != nil {
 		t.Fatal(err)

@@ -22,21 +22,31 @@ import (
 // unconditional write: last writer wins, and a concurrent update can be
 // lost. The instance lock is what keeps a second writer away there.
 //
-// An error from fn is returned wrapped, and nothing is written.
+// An error from fn is returned wrapped, and nothing is written. Under
+// Options.RejectRollback an object put back (older than a version kept
+// in its history) is refused as Get refuses it, before fn is called.
 func (s *Store) Update(ctx context.Context, name string, fn func(old []byte, exists bool) ([]byte, error)) (_ Info, err error) {
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opUpdate, time.Now(), &err)
 	}
-	key, err := s.Key(name)
+	key, err := s.key(name)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: update: %w", err)
 	}
-	cas := s.ConditionalWrites()
+	cas := s.conditionalWrites()
 	for attempt := 1; ; attempt++ {
 		if err := s.checkFences("update", name); err != nil {
 			return Info{}, err
 		}
-		old, info, err := s.get(ctx, key, name)
+		var (
+			old  []byte
+			info Info
+		)
+		if s.strictFor(name) {
+			old, info, err = s.getStrict(ctx, key, name)
+		} else {
+			old, info, err = s.get(ctx, key, name)
+		}
 		exists := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Info{}, err

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -112,7 +114,7 @@ func TestUpdate_AbsentThenPresent_SeesExists(t *testing.T) {
 
 func TestUpdate_NoConditionalWrites_LastWriterWins(t *testing.T) {
 	ctx := t.Context()
-	s, err := store.Open(mem.New(mem.Options{NoConditionalWrites: true}), newSealer(t), store.Options{})
+	s, err := storeadmin.Open(mem.New(mem.Options{NoConditionalWrites: true}), testkit.Envelope(t), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"filippo.io/age"
 
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
 )
 
-// VerifyOptions configure [Store.Verify]. A nil *VerifyOptions means the
+// VerifyOptions configure [Store.Verify]. The zero value means the
 // defaults.
 type VerifyOptions struct {
 	// ManyOptions bound the reads: how many at once, how many sealed
@@ -32,13 +33,10 @@ type Check struct {
 	// Err says why the object does not open (naming it); nil when it
 	// opens.
 	Err error
-	// Opened is what the envelope learnt, when it opens.
+	// Opened is what the envelope learnt, when it opens: its stamp
+	// included (Info.Stamp too).
 	Opened envelope.Opened
-	// Legacy reports an object bound to no store (envelope format v1, or
-	// v2 sealed by an unbound envelope), accepted while the store's format
-	// is FormatLegacy; a rekey rewrites it.
-	Legacy bool
-	// OutsideSet reports a bound object sealed to another recipient set
+	// OutsideSet reports an object sealed to another recipient set
 	// than the store's manifest records: some identity the store lists may
 	// not open it, or one it no longer lists may. A rekey re-seals it.
 	OutsideSet bool
@@ -46,13 +44,19 @@ type Check struct {
 	// RecoveryErr is stock age's verdict (nil: it read the whole object).
 	RecoveryChecked bool
 	RecoveryErr     error
+	// PutBack reports a current object older than a version (or a
+	// tombstone) kept in its own history, naming both: an older genuine
+	// version put back, or a deleted object come back (ErrPutBack).
+	PutBack *PutBackError
 }
 
 // Problem reports whether the check found anything to act on: the
-// object does not open, is legacy or outside the store's set, opened only
-// through a recovery identity, or failed the recovery check.
+// object does not open (an object sealed under a newer manifest
+// generation than the store's, [ErrRolledBack], included), is outside the
+// store's set, opened only through a recovery identity, failed the
+// recovery check, or was put back.
 func (c Check) Problem() bool {
-	return c.Err != nil || c.Legacy || c.OutsideSet || c.Opened.Unauthenticated || c.RecoveryErr != nil
+	return c.Err != nil || c.OutsideSet || c.Opened.Unauthenticated || c.RecoveryErr != nil || c.PutBack != nil
 }
 
 // Verify opens every object of the store, its reserved ones (the
@@ -62,13 +66,9 @@ func (c Check) Problem() bool {
 // bounded as GetMany's are; an object's sealed bytes are let go once fn
 // returns. An error from fn stops the run and is returned; so is a listing
 // error or ctx's.
-func (s *Store) Verify(ctx context.Context, opts *VerifyOptions, fn func(Check) error) error {
-	var o VerifyOptions
-	if opts != nil {
-		o = *opts
-	}
+func (s *Store) Verify(ctx context.Context, o VerifyOptions, fn func(Check) error) error {
 	m := o.ManyOptions.withDefaults()
-	in := s.Internal()
+	in := s.internalView()
 	var names []string
 	if err := in.List(ctx, "", func(i Info) error {
 		names = append(names, i.Name)
@@ -76,40 +76,77 @@ func (s *Store) Verify(ctx context.Context, opts *VerifyOptions, fn func(Check) 
 	}); err != nil {
 		return fmt.Errorf("store: verify: %w", err)
 	}
-	_, hasManifest := s.Manifest()
+	_, hasManifest := s.manifest()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	budget := newByteBudget(m.MaxBytesInFlight)
-	var (
-		mu    sync.Mutex // serializes fn
-		fnErr error
-		next  atomic.Int64
-		wg    sync.WaitGroup
-	)
-	for range min(m.Concurrency, len(names)) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(names) || ctx.Err() != nil {
-					return
-				}
-				name := names[i]
-				c, release, skip := in.check(ctx, name, budget, hasManifest, o.Recovery)
-				if !skip {
-					mu.Lock()
-					if fnErr == nil {
-						if err := fn(c); err != nil {
-							fnErr = err
-							cancel(err)
-						}
-					}
-					mu.Unlock()
-				}
-				release()
-			}
-		})
+	// History first, so that every current object is judged against the
+	// authenticated stamps its history keeps (ADR 0040 §7, §9).
+	var entries, objects []string
+	for _, n := range names {
+		if _, _, _, ok := parseEntry(n); ok {
+			entries = append(entries, n)
+		} else {
+			objects = append(objects, n)
+		}
 	}
-	wg.Wait()
+	var (
+		mu     sync.Mutex // serializes fn, guards newest
+		fnErr  error
+		newest = map[string]keptStamp{}
+	)
+	pass := func(names []string, judge func(*Check)) {
+		var (
+			next atomic.Int64
+			wg   sync.WaitGroup
+		)
+		for range min(m.Concurrency, len(names)) {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(names) || ctx.Err() != nil {
+						return
+					}
+					c, release, skip := in.check(ctx, names[i], budget, hasManifest, o.Recovery)
+					if !skip {
+						mu.Lock()
+						judge(&c)
+						if fnErr == nil {
+							if err := fn(c); err != nil {
+								fnErr = err
+								cancel(err)
+							}
+						}
+						mu.Unlock()
+					}
+					release()
+				}
+			})
+		}
+		wg.Wait()
+	}
+	pass(entries, func(c *Check) {
+		name, id, deleted, _ := parseEntry(c.Name)
+		if c.Err != nil {
+			return
+		}
+		got := idOf(c.Opened.Stamp)
+		if !sameVersion(id, c.Opened.Stamp) {
+			c.Err = fmt.Errorf("store: %q: %w: misnamed: it holds version %s, not %s (someone who can write the storage moved it)", c.Name, ErrUnreadable, got, id)
+			return
+		}
+		if k, ok := newest[name]; !ok || got.Compare(k.id) > 0 {
+			newest[name] = keptStamp{id: got, deleted: deleted}
+		}
+	})
+	pass(objects, func(c *Check) {
+		if c.Err != nil || strings.HasPrefix(c.Name, ".") {
+			return
+		}
+		if k, ok := newest[c.Name]; ok {
+			c.PutBack = putBack(c.Name, idOf(c.Opened.Stamp), k.id, k.deleted)
+		}
+	})
 	if fnErr != nil {
 		return fnErr
 	}
@@ -117,6 +154,12 @@ func (s *Store) Verify(ctx context.Context, opts *VerifyOptions, fn func(Check) 
 		return fmt.Errorf("store: verify: %w", err)
 	}
 	return nil
+}
+
+// keptStamp is the newest authenticated stamp a name's history holds.
+type keptStamp struct {
+	id      VersionID
+	deleted bool
 }
 
 // check reads and judges one object; skip is true for one that vanished.
@@ -138,12 +181,12 @@ func (s *Store) check(ctx context.Context, name string, budget *byteBudget, hasM
 		c.Err = err
 	} else {
 		c.Opened = opened
-		c.Legacy = opened.Version == envelope.FormatV1 || (opened.Version == envelope.FormatV2 && opened.StoreID.IsZero())
-		c.OutsideSet = hasManifest && !c.Legacy && opened.Version == envelope.FormatV2 && !opened.SameRecipients
+		c.Info.Stamp = opened.Stamp
+		c.OutsideSet = hasManifest && !opened.SameRecipients
 	}
 	if len(recovery) > 0 {
 		c.RecoveryChecked = true
-		c.RecoveryErr = envelope.Recover(name, sealed, nil, recovery...)
+		c.RecoveryErr = envelope.Recover(boundName(name), sealed, nil, recovery...)
 	}
 	return c, release, false
 }

@@ -108,15 +108,15 @@ func (s *S3Server) Options(bucket string) s3.Options {
 // output.
 func (s *S3Server) Backend(t testing.TB, bucket string) backend.Backend {
 	t.Helper()
-	return OpenS3(t, s.Options(bucket))
+	return openS3(t, s.Options(bucket))
 }
 
-// OpenS3 opens an S3 backend with opts for a test: its log goes to the
+// openS3 opens an S3 backend with opts for a test: its log goes to the
 // test's output (unless opts.Logger is set), its HTTP client's idle
 // connections close when the test ends (unless opts.HTTPClient is set),
 // its capabilities are resolved (the conditional=auto probe has run), and
 // it is closed when the test ends.
-func OpenS3(t testing.TB, opts s3.Options) *s3.Backend {
+func openS3(t testing.TB, opts s3.Options) *s3.Backend {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))

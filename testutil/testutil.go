@@ -1,8 +1,8 @@
-// Package testutil starts real storage servers for tests: the shared parts
-// of [github.com/cairnhq/state/testutil/garage] and
-// [github.com/cairnhq/state/testutil/versitygw] (finding a binary, running
-// a process that cannot outlive the test, skipping or failing when a server
-// is missing) and [S3Server], what a started server offers a test.
+// Package testutil is what the real storage servers of
+// [github.com/cairnhq/state/testutil/garage] and
+// [github.com/cairnhq/state/testutil/versitygw] offer a test ([S3Server]),
+// skipping or failing when a server is missing ([RequireServer]), and
+// endpoints that never answer, for timeout tests.
 //
 // # Missing servers
 //
@@ -13,11 +13,8 @@
 package testutil
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"testing"
 )
 
@@ -35,58 +32,4 @@ func RequireServer(t testing.TB, name, howto string) {
 		t.Fatalf("%s (%s=1, so this fails instead of skipping)", msg, RequireServersEnv)
 	}
 	t.Skip(msg)
-}
-
-// FindBinary locates an executable: the path in the environment variable
-// envVar when it is set (an error if it is not executable, rather than a
-// silent fallback), else name on PATH, else cachePath. It returns "" and
-// no error when none is found.
-func FindBinary(envVar, name, cachePath string) (string, error) {
-	if p := os.Getenv(envVar); p != "" {
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("%s=%q: %w", envVar, p, err)
-		}
-		return p, nil
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	if cachePath != "" && executable(cachePath) == nil {
-		return cachePath, nil
-	}
-	return "", nil
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return errors.New("not an executable file")
-	}
-	return nil
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. A
-// server started on it may still lose a race with another process; the
-// helpers retry the start when that happens.
-func FreePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// CachePath returns $HOME/.cache/cairn-state/<rel>, where make test caches
-// the server binaries, or "" when there is no home directory.
-func CachePath(rel string) string {
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
-		return ""
-	}
-	return home + "/.cache/cairn-state/" + rel
 }

@@ -3,7 +3,8 @@
 // that hands out empty backends; the suite then checks the whole contract of
 // package backend: round trips, binary-safe keys, listing order and
 // pagination, conditional writes and their races, versions, not-found,
-// capability honesty, context cancellation, hostile keys and the clock.
+// capability honesty, context cancellation, hostile keys, the clock, and
+// the server-side copy of a [backend.Copier] with its conditions.
 //
 // Every case asks the harness for a fresh backend, so cases are independent
 // and a failure names the behaviour that broke. A backend's whole
@@ -72,6 +73,15 @@ type Harness struct {
 	// checks that it is. Otherwise every Object from Get, Put and List must
 	// carry the time of its response.
 	ObjectNowUnknown bool
+
+	// CopyRefusesIfSourceVersion and CopyRefusesIfAbsent declare that the
+	// backend, a [backend.Copier], does not enforce that copy condition
+	// (the S3 backend on a server that ignores it, or with
+	// conditional=off): the suite then checks that a copy with it fails
+	// with ErrUnsupported and copies nothing, and otherwise that it is
+	// enforced. Backends that are not Copiers skip the copy cases.
+	CopyRefusesIfSourceVersion bool
+	CopyRefusesIfAbsent        bool
 }
 
 // clockResolution is the coarsest clock a backend may report: S3's Date and
@@ -96,6 +106,11 @@ func Run(t *testing.T, h Harness) {
 		{"RoundTrip_AllByteValues", testRoundTripAllByteValues},
 		{"Put_CopiesCallersBytes", testPutCopiesData},
 		{"Put_OverwritesExistingObject", testPutOverwrites},
+		{"PutBody_RoundTrip", testPutBodyRoundTrip},
+		{"PutBody_FailingBodyWritesNothing", testPutBodyFailingBody},
+		{"PutBody_ShortBodyWritesNothing", testPutBodyShortBody},
+		{"PutBody_Conditions", testPutBodyConditions},
+		{"PutBody_ContextCancelledWritesNothing", testPutBodyContextCancelled},
 		{"Keys_BinarySafe", testBinarySafeKeys},
 		{"Keys_DeletedPrefixCanBecomeKey", testDeletedPrefixCanBecomeKey},
 		{"Keys_HostileRefusedAndNothingWritten", testHostileKeys},
@@ -115,6 +130,7 @@ func Run(t *testing.T, h Harness) {
 		{"Conditional_PutIfVersion", testPutIfVersion},
 		{"Conditional_PutBothConditionsRefused", testPutBothConditions},
 		{"Conditional_DeleteIfVersion", testDeleteIfVersion},
+		{"Conditional_DeleteIfVersionAbsentOK", testDeleteIfVersionAbsentOK},
 		{"Conditional_RaceIfAbsent_ExactlyOneWins", testRaceIfAbsent},
 		{"Conditional_RaceIfVersion_ExactlyOneWins", testRaceIfVersion},
 		{"Capabilities_NoConditionalWrites_UnsupportedAndNothingWritten", testCapabilityHonesty},
@@ -123,6 +139,20 @@ func Run(t *testing.T, h Harness) {
 		{"Readers_NeverSeeTornObjects", testNoTornReads},
 		{"Clock_NowCloseToRealTime", testNowCloseToRealTime},
 		{"Clock_ObjectNowIsTheAnsweringRequestsTime", testObjectNow},
+		{"Copy_RoundTrip", testCopyRoundTrip},
+		{"Copy_OverwritesDestination", testCopyOverwrites},
+		{"Copy_IndependentOfLaterSourceWrites", testCopyIndependentOfSource},
+		{"Copy_MissingSource_NotFound", testCopyMissingSource},
+		{"Copy_OntoItself_Refused", testCopyOntoItself},
+		{"Copy_HostileKeysRefusedAndNothingWritten", testCopyHostileKeys},
+		{"Copy_BinarySafeKeys", testCopyBinarySafeKeys},
+		{"Copy_2MiBObject", testCopyLarge},
+		{"Copy_IfSourceVersion", testCopyIfSourceVersion},
+		{"Copy_IfAbsent", testCopyIfAbsent},
+		{"Copy_BothConditions", testCopyBothConditions},
+		{"Copy_RaceIfAbsent_ExactlyOneWins", testCopyRaceIfAbsent},
+		{"Copy_WhileSourceChanges_OneWholeVersion", testCopyWhileSourceChanges},
+		{"Copy_ContextCancelled", testCopyContextCancelled},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -841,6 +871,31 @@ func testDeleteIfVersion(t *testing.T, h Harness) {
 	err = b.Delete(t.Context(), "del", backend.DeleteOptions{IfVersion: v2})
 	if !errors.Is(err, backend.ErrPreconditionFailed) {
 		t.Errorf("Delete IfVersion of an absent key = %v, want ErrPreconditionFailed", err)
+	}
+	assertAbsent(t, b, "del")
+}
+
+// testDeleteIfVersionAbsentOK: with AbsentOK a missing key counts as
+// deleted, but another version is still refused and left in place.
+func testDeleteIfVersionAbsentOK(t *testing.T, h Harness) {
+	b := h.NewBackend(t)
+	requireConditional(t, b)
+	v1 := mustPut(t, b, "del", []byte("one"), backend.PutOptions{}).Version
+	v2 := mustPut(t, b, "del", []byte("two"), backend.PutOptions{}).Version
+
+	err := b.Delete(t.Context(), "del", backend.DeleteOptions{IfVersion: v1, AbsentOK: true})
+	if !errors.Is(err, backend.ErrPreconditionFailed) {
+		t.Errorf("Delete IfVersion AbsentOK with a stale version = %v, want ErrPreconditionFailed", err)
+	}
+	assertContent(t, b, "del", []byte("two"), v2)
+
+	if err := b.Delete(t.Context(), "del", backend.DeleteOptions{IfVersion: v2, AbsentOK: true}); err != nil {
+		t.Fatalf("Delete IfVersion AbsentOK with the current version: %v", err)
+	}
+	assertAbsent(t, b, "del")
+
+	if err := b.Delete(t.Context(), "del", backend.DeleteOptions{IfVersion: v2, AbsentOK: true}); err != nil {
+		t.Errorf("Delete IfVersion AbsentOK of an absent key = %v, want nil", err)
 	}
 	assertAbsent(t, b, "del")
 }

@@ -46,6 +46,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -140,7 +141,7 @@ func (b *Backend) Close() error { return b.root.Close() }
 
 // Capabilities implements backend.Backend: conditional writes are atomic.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ConditionalWrites: true}
+	return backend.Capabilities{ConditionalWrites: true, CopySourceConditions: true}
 }
 
 // Now implements backend.Backend. The storage is the local disk, so its
@@ -306,19 +307,45 @@ func newVersion() string {
 
 // Put implements backend.Backend.
 func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
-	if err := check(ctx, key); err != nil {
-		return backend.Object{}, err
+	return b.PutBody(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+}
+
+// putCondition is the check of a put's conditions, made under the lock
+// right before the rename.
+func (b *Backend) putCondition(key string, opts backend.PutOptions) func() error {
+	return func() error {
+		if !opts.IfAbsent && opts.IfVersion == "" {
+			return nil
+		}
+		cur, err := b.currentVersion(key)
+		if err != nil {
+			return err
+		}
+		switch {
+		case opts.IfAbsent && cur != "":
+			return fmt.Errorf("put %q if absent: exists with version %s: %w", key, cur, backend.ErrPreconditionFailed)
+		case opts.IfVersion != "" && cur == "":
+			return fmt.Errorf("put %q if version %s: absent: %w", key, opts.IfVersion, backend.ErrPreconditionFailed)
+		case opts.IfVersion != "" && cur != opts.IfVersion:
+			return fmt.Errorf("put %q if version %s: version is %s: %w", key, opts.IfVersion, cur, backend.ErrPreconditionFailed)
+		}
+		return nil
 	}
-	if opts.IfAbsent && opts.IfVersion != "" {
-		return backend.Object{}, fmt.Errorf("put %q: IfAbsent and IfVersion both set: %w", key, backend.ErrUnsupported)
-	}
+}
+
+// write is every write's path (Put, Copy): fill writes the object's bytes
+// into a temp file next to key's, which is fsynced; then, holding the
+// lock, cond checks the write's conditions and the temp file is renamed
+// over key's; then the directory is fsynced. op names the operation in
+// errors.
+func (b *Backend) write(ctx context.Context, op, key string, fill func(io.Writer) (int64, error), cond func() error) (backend.Object, error) {
 	target := diskPath(key)
 	dir := path.Dir(target)
 	version := newVersion()
 
 	f, tmp, created, err := b.createTemp(dir)
 	if err != nil {
-		return backend.Object{}, mapErr("put", key, err)
+		return backend.Object{}, mapErr(op, key, err)
 	}
 	committed := false
 	defer func() {
@@ -328,52 +355,41 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 			}
 		}
 	}()
-	modTime, err := writeTemp(f, version, data)
+	size, modTime, err := writeTemp(f, version, fill)
 	if err != nil {
-		return backend.Object{}, fmt.Errorf("fs: put %q: %w", key, classify(err))
+		return backend.Object{}, fmt.Errorf("fs: %s %q: %w", op, key, classify(err))
 	}
 
 	unlock, err := b.lock(ctx)
 	if err != nil {
-		return backend.Object{}, fmt.Errorf("put %q: %w", key, err)
+		return backend.Object{}, fmt.Errorf("%s %q: %w", op, key, err)
 	}
 	err = func() error {
 		defer unlock()
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if opts.IfAbsent || opts.IfVersion != "" {
-			cur, err := b.currentVersion(key)
-			if err != nil {
-				return err
-			}
-			switch {
-			case opts.IfAbsent && cur != "":
-				return fmt.Errorf("put %q if absent: exists with version %s: %w", key, cur, backend.ErrPreconditionFailed)
-			case opts.IfVersion != "" && cur == "":
-				return fmt.Errorf("put %q if version %s: absent: %w", key, opts.IfVersion, backend.ErrPreconditionFailed)
-			case opts.IfVersion != "" && cur != opts.IfVersion:
-				return fmt.Errorf("put %q if version %s: version is %s: %w", key, opts.IfVersion, cur, backend.ErrPreconditionFailed)
-			}
+		if err := cond(); err != nil {
+			return err
 		}
 		if err := b.root.Rename(tmp, target); err != nil {
-			return mapErr("put", key, err)
+			return mapErr(op, key, err)
 		}
 		committed = true
 		return nil
 	}()
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return backend.Object{}, fmt.Errorf("put %q: %w", key, err)
+			return backend.Object{}, fmt.Errorf("%s %q: %w", op, key, err)
 		}
 		return backend.Object{}, err
 	}
 	// The rename is visible; make it durable. A failure here is reported,
 	// though the object is in place.
 	if err := b.syncDirs(dir, created); err != nil {
-		return backend.Object{}, fmt.Errorf("fs: put %q: written but not synced: %w", key, classify(err))
+		return backend.Object{}, fmt.Errorf("fs: %s %q: written but not synced: %w", op, key, classify(err))
 	}
-	return backend.Object{Key: key, Size: int64(len(data)), Version: version, ModTime: modTime, Now: time.Now()}, nil
+	return backend.Object{Key: key, Size: size, Version: version, ModTime: modTime, Now: time.Now()}, nil
 }
 
 // createTemp creates a fresh temp file in dir, creating dir if needed. It
@@ -397,26 +413,28 @@ func (b *Backend) createTemp(dir string) (f *os.File, name string, created bool,
 	return nil, "", created, fmt.Errorf("directory %s keeps disappearing", dir)
 }
 
-// writeTemp fills the temp file with the header and data, fsyncs and
-// closes it, and returns its modification time.
-func writeTemp(f *os.File, version string, data []byte) (time.Time, error) {
+// writeTemp fills the temp file with the header and what fill writes,
+// fsyncs and closes it, and returns the object's size (without the
+// header) and its modification time.
+func writeTemp(f *os.File, version string, fill func(io.Writer) (int64, error)) (int64, time.Time, error) {
 	defer f.Close()
 	buf := make([]byte, 0, headerLen)
 	buf = append(append(append(buf, magic...), version...), '\n')
 	if _, err := f.Write(buf); err != nil {
-		return time.Time{}, err
+		return 0, time.Time{}, err
 	}
-	if _, err := f.Write(data); err != nil {
-		return time.Time{}, err
+	size, err := fill(f)
+	if err != nil {
+		return 0, time.Time{}, err
 	}
 	if err := f.Sync(); err != nil {
-		return time.Time{}, err
+		return 0, time.Time{}, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return time.Time{}, err
+		return 0, time.Time{}, err
 	}
-	return fi.ModTime(), f.Close()
+	return size, fi.ModTime(), f.Close()
 }
 
 // syncDirs fsyncs dir and, when directories were created for it, every
@@ -449,6 +467,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 	if err != nil {
 		return fmt.Errorf("delete %q: %w", key, err)
 	}
+	gone := false
 	err = func() error {
 		defer unlock()
 		cur, err := b.currentVersion(key)
@@ -456,6 +475,9 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 			return err
 		}
 		switch {
+		case opts.IfVersion != "" && cur == "" && opts.AbsentOK:
+			gone = true
+			return nil
 		case opts.IfVersion != "" && cur == "":
 			return fmt.Errorf("delete %q if version %s: absent: %w", key, opts.IfVersion, backend.ErrPreconditionFailed)
 		case opts.IfVersion != "" && cur != opts.IfVersion:
@@ -468,7 +490,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 		}
 		return nil
 	}()
-	if err != nil {
+	if err != nil || gone {
 		return err
 	}
 	dir := path.Dir(target)

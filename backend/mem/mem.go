@@ -117,6 +117,9 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 	defer b.mu.Unlock()
 	cur, exists := b.objects[key]
 	if !exists {
+		if opts.IfVersion != "" && opts.AbsentOK {
+			return nil
+		}
 		if opts.IfVersion != "" {
 			return fmt.Errorf("delete %q if version %s: %w", key, opts.IfVersion, backend.ErrPreconditionFailed)
 		}
@@ -162,7 +165,7 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 
 // Capabilities implements backend.Backend.
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ConditionalWrites: !b.opts.NoConditionalWrites}
+	return backend.Capabilities{ConditionalWrites: !b.opts.NoConditionalWrites, CopySourceConditions: !b.opts.NoConditionalWrites}
 }
 
 // Now implements backend.Backend.

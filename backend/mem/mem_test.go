@@ -16,6 +16,8 @@ func TestConformance_ConditionalWrites(t *testing.T) {
 
 func TestConformance_NoConditionalWrites(t *testing.T) {
 	backendtest.Run(t, backendtest.Harness{
-		NewBackend: func(*testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) },
+		NewBackend:                 func(*testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) },
+		CopyRefusesIfSourceVersion: true,
+		CopyRefusesIfAbsent:        true,
 	})
 }

@@ -21,15 +21,7 @@ import (
 //	go test -run x -bench S3 -count 5 ./backend/s3 > s3.txt
 //	benchstat -col /server s3.txt
 func BenchmarkS3(b *testing.B) {
-	servers := []struct {
-		name  string
-		start func(testing.TB) server
-	}{
-		{"versitygw", func(tb testing.TB) server { return versitygw.Start(tb) }},
-		{"garage1", func(tb testing.TB) server { return garage.Start(tb) }},
-		{"garage3", func(tb testing.TB) server { return garage.StartCluster(tb, 3) }},
-	}
-	for _, s := range servers {
+	for _, s := range benchServers {
 		b.Run("server="+s.name, func(b *testing.B) {
 			srv := s.start(b)
 			bucket := srv.NewBucket(b)
@@ -98,6 +90,18 @@ func BenchmarkS3(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchServers are the servers the benchmarks run on: versitygw, a single
+// Garage node, and a three-node Garage cluster through its multi-endpoint
+// URL.
+var benchServers = []struct {
+	name  string
+	start func(testing.TB) server
+}{
+	{"versitygw", func(tb testing.TB) server { return versitygw.Start(tb) }},
+	{"garage1", func(tb testing.TB) server { return garage.Start(tb) }},
+	{"garage3", func(tb testing.TB) server { return garage.StartCluster(tb, 3) }},
 }
 
 func sizeName(n int) string {

@@ -30,8 +30,16 @@ func (e *endpoints) get() (int, func(*s3.Options)) {
 		return 0, func(*s3.Options) {}
 	}
 	i := int(e.current.Load())
+	return i, e.at(i)
+}
+
+// at returns the option that sends a request to endpoint i.
+func (e *endpoints) at(i int) func(*s3.Options) {
+	if len(e.urls) == 0 {
+		return func(*s3.Options) {}
+	}
 	url := e.urls[i]
-	return i, func(o *s3.Options) { o.BaseEndpoint = aws.String(url) }
+	return func(o *s3.Options) { o.BaseEndpoint = aws.String(url) }
 }
 
 // name returns endpoint i for messages: its URL ("aws" when the SDK picks).

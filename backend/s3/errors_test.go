@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/s3admin"
 )
 
 // The cases here need answers no real server gives on demand (AWS's 409
@@ -208,7 +209,7 @@ func TestProbe_PutConditionsEnforcedDeleteIfMatchIgnored_NoConditionalWrites(t *
 	if b.Capabilities().ConditionalWrites {
 		t.Error("a server that ignores If-Match on DeleteObject was reported as supporting conditional writes")
 	}
-	res, err := b.Probe(t.Context())
+	res, err := s3admin.Probe(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestProbe_AllConditionsEnforced_Supported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := b.Probe(t.Context())
+	res, err := s3admin.Probe(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

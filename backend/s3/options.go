@@ -3,8 +3,10 @@ package s3
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +36,9 @@ const (
 	ConditionalOff ConditionalMode = "off"
 )
 
-// ParseConditionalMode parses "auto", "on" or "off"; the empty string is
+// parseConditionalMode parses "auto", "on" or "off"; the empty string is
 // [ConditionalAuto].
-func ParseConditionalMode(s string) (ConditionalMode, error) {
+func parseConditionalMode(s string) (ConditionalMode, error) {
 	switch ConditionalMode(s) {
 	case "", ConditionalAuto:
 		return ConditionalAuto, nil
@@ -46,10 +48,10 @@ func ParseConditionalMode(s string) (ConditionalMode, error) {
 	return "", fmt.Errorf("s3: conditional mode %q: want auto, on or off", s)
 }
 
-// DefaultProbePrefix is where the conditional-write probe writes its
+// defaultProbePrefix is where the conditional-write probe writes its
 // throwaway object when Options.ProbePrefix is empty: the reserved prefix
 // at the bucket's root.
-const DefaultProbePrefix = ".cairn-state/"
+const defaultProbePrefix = ".cairn-state/"
 
 // The defaults of the timeouts and retries in [Options] (ADR 0016). With
 // them, an endpoint that accepts connections and never answers fails an
@@ -90,7 +92,7 @@ type Options struct {
 	Conditional ConditionalMode
 	// ProbePrefix is where the ConditionalAuto probe writes, deletes and
 	// hides its object (".probe-<uuid>" below it). Empty means
-	// [DefaultProbePrefix]; a caller with a root prefix passes
+	// defaultProbePrefix; a caller with a root prefix passes
 	// "ROOT/.cairn-state/" so that credentials scoped to the root suffice.
 	ProbePrefix string
 
@@ -259,8 +261,12 @@ func ParseURL(raw string) (opts Options, root string, err error) {
 		return fail("the query is not valid URL encoding")
 	}
 	pathStyleSet := false
-	for name, vals := range q {
+	for _, name := range slices.Sorted(maps.Keys(q)) { // a stable order: the same URL, the same error
+		vals := q[name]
 		if !knownParams[name] {
+			if near := nearestParam(name); near != "" && plainName.MatchString(name) && !secretLooking(name) {
+				return fail("unknown parameter %s: did you mean %q? (known: %s)", paramName(name), near, strings.Join(knownParamList, ", "))
+			}
 			return fail("unknown parameter %s (known: %s)", paramName(name), strings.Join(knownParamList, ", "))
 		}
 		if len(vals) != 1 {
@@ -282,7 +288,7 @@ func ParseURL(raw string) (opts Options, root string, err error) {
 			}
 			opts.PathStyle, pathStyleSet = b, true
 		case "conditional":
-			m, err := ParseConditionalMode(v)
+			m, err := parseConditionalMode(v)
 			if err != nil {
 				return fail("conditional mode %s: want auto, on or off", showValue(v))
 			}
@@ -337,6 +343,47 @@ var knownParams = func() map[string]bool {
 // plainName is what a parameter name must look like to be repeated in an
 // error: a short lower-case word, as a mistyped known name would be.
 var plainName = regexp.MustCompile(`^[a-z][a-z_]{0,31}$`)
+
+// nearestParam returns the known parameter an unknown name is most likely
+// a typo of — within two edits (one for short names), a swap of two
+// neighbouring letters counting as one — or "" when none is that close.
+func nearestParam(name string) string {
+	best, bestD := "", 3
+	for _, p := range knownParamList {
+		limit := 2
+		if len(p) <= 6 {
+			limit = 1
+		}
+		if d := editDistance(name, p); d <= limit && d < bestD {
+			best, bestD = p, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of neighbours.
+func editDistance(a, b string) int {
+	prev2, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
+}
 
 // paramName quotes an unknown parameter's name for an error, unless it
 // could be a secret pasted in the wrong place.
@@ -413,7 +460,10 @@ func redactURL(raw string) string {
 				parts = append(parts, kv)
 			}
 		case plainName.MatchString(name) && !secretLooking(name):
-			parts = append(parts, k+"=REDACTED")
+			// The value of an unknown parameter is not shown (it might be
+			// a secret pasted in the wrong place), but nor is it called
+			// one: the error names the parameter.
+			parts = append(parts, k+"=…")
 		default:
 			parts = append(parts, "REDACTED=REDACTED")
 		}

@@ -236,3 +236,24 @@ func TestParseURL_ErrorShowsTheURLRedacted(t *testing.T) {
 		}
 	}
 }
+
+func TestParseURL_UnknownParameter_DidYouMean_ValueNotCalledASecret(t *testing.T) {
+	for raw, want := range map[string]string{
+		"s3://bucket?regoin=garage":                   `unknown parameter "regoin": did you mean "region"?`,
+		"s3://bucket?endpiont=http://127.0.0.1:3900":  `unknown parameter "endpiont": did you mean "endpoint"?`,
+		"s3://bucket?pathstyle=true":                  `unknown parameter "pathstyle": did you mean "path_style"?`,
+		"s3://bucket?conditonal=on":                   `unknown parameter "conditonal": did you mean "conditional"?`,
+		"s3://bucket?max_attempt=3":                   `unknown parameter "max_attempt": did you mean "max_attempts"?`,
+		"s3://bucket?colour=blue":                     `unknown parameter "colour" (known: `,
+		"s3://bucket?region=garage&x=1&regoin=garage": `did you mean "region"?`,
+	} {
+		_, _, err := s3.ParseURL(raw)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseURL(%q) = %v, want it to say %q", raw, err, want)
+			continue
+		}
+		if strings.Contains(err.Error(), "=REDACTED") {
+			t.Errorf("ParseURL(%q): the value of a mistyped parameter is shown as a secret: %v", raw, err)
+		}
+	}
+}

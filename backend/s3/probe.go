@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/s3diag"
 )
 
 // probeKeyPart marks the probe's throwaway objects below the probe prefix.
@@ -27,24 +28,32 @@ const probeKeyPart = ".probe-"
 // MD5 of the probe's payloads is never all zeros).
 const wrongETag = `"00000000000000000000000000000000"`
 
-// ProbeResult is what a conditional-write probe found.
-type ProbeResult struct {
-	// Supported is true when every condition was enforced: the backend
-	// then reports conditional writes.
-	Supported bool
-	// PutConditions is true when PutObject enforced If-None-Match: * and
-	// If-Match (a false condition failed with 412 and wrote nothing, a
-	// true one succeeded).
-	PutConditions bool
-	// DeleteConditions is true when DeleteObject enforced If-Match.
-	DeleteConditions bool
-	// Evidence says, in a sentence per finding, what the server did: for
-	// each condition it ignored or refused, how.
-	Evidence string
-}
-
 func (b *Backend) isProbeKey(key string) bool {
 	return strings.HasPrefix(key, b.probePrefix+probeKeyPart)
+}
+
+// isServerTempName reports whether key is the name versitygw's posix
+// backend links an overwrite's data at, for the moment before it renames
+// it over the object: ".<name>.sgwtmp.<nanoseconds>" beside <name>. A
+// listing made in that moment shows it; it is nobody's object (a store
+// took one under .cairn-state/ for a foreign object and refused as
+// "manifest missing").
+func isServerTempName(key string) bool {
+	base := key[strings.LastIndexByte(key, '/')+1:]
+	i := strings.LastIndex(base, ".sgwtmp.")
+	if len(base) < 2 || base[0] != '.' || i < 2 {
+		return false
+	}
+	digits := base[i+len(".sgwtmp."):]
+	if digits == "" {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // condOutcome classifies a conditional request whose condition was false.
@@ -56,7 +65,7 @@ const (
 	refused                     // 400/501: the header is not implemented
 )
 
-// Probe checks, on a throwaway object, that the server enforces every
+// probe checks, on a throwaway object, that the server enforces every
 // condition the backend relies on, in both directions: a false condition
 // must fail with 412 and change nothing, a true one must succeed. It
 // checks PutObject's If-None-Match and If-Match and DeleteObject's
@@ -73,10 +82,10 @@ const (
 // for the bucket (every node runs the same server). The probe object is
 // removed afterwards and hidden from List meanwhile; if it was written and
 // cannot be removed, a warning says so.
-func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
+func (b *Backend) probe(ctx context.Context) (s3diag.ProbeResult, error) {
 	key := b.probePrefix + probeKeyPart + uuid.NewString()
-	fail := func(step string, err error) (ProbeResult, error) {
-		return ProbeResult{}, fmt.Errorf("s3: conditional-write probe (%s): %w", step, err)
+	fail := func(step string, err error) (s3diag.ProbeResult, error) {
+		return s3diag.ProbeResult{}, fmt.Errorf("s3: conditional-write probe (%s): %w", step, err)
 	}
 	// object tracks whether the probe object exists, so that the clean-up
 	// warns only about an object that was really written.
@@ -236,7 +245,7 @@ func (b *Backend) Probe(ctx context.Context) (ProbeResult, error) {
 		}
 	}
 
-	res := ProbeResult{Supported: putOK && delOK, PutConditions: putOK, DeleteConditions: delOK}
+	res := s3diag.ProbeResult{Supported: putOK && delOK, PutConditions: putOK, DeleteConditions: delOK}
 	if res.Supported {
 		res.Evidence = "If-None-Match and If-Match enforced on PutObject, If-Match on DeleteObject"
 	} else {
@@ -252,25 +261,14 @@ const (
 	probeMaybe          // a write got no answer, or a delete's effect is unknown
 )
 
-// LockMode names the lock mode a probe's finding implies, with the reason,
-// for the log and for operators: "compare-and-swap" when every condition is
-// enforced, else "claims" (the lock's protocol for storage without
-// compare-and-swap).
-func (r ProbeResult) LockMode() (mode, why string) {
-	if r.Supported {
-		return "compare-and-swap", "put and delete conditions enforced"
-	}
-	return "claims", r.Evidence
-}
-
-// ResolveCapabilities implements backend.Resolver. Under ConditionalAuto
-// it runs [Backend.Probe] the first time it is called and keeps the
+// resolveConditional is ResolveCapabilities' conditional-write part.
+// Under ConditionalAuto it runs probe the first time it is called and keeps the
 // finding for the backend's life; concurrent callers wait for that one
 // probe (or for their context). A probe that fails is not kept: the next
 // call probes again. The finding is logged at Info with the lock mode it
 // implies and why. Under ConditionalOn and ConditionalOff it sends
 // nothing.
-func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+func (b *Backend) resolveConditional(ctx context.Context) (backend.Capabilities, error) {
 	for {
 		if b.caps.state() != capsUnresolved {
 			return b.Capabilities(), nil
@@ -293,9 +291,14 @@ func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities
 		b.caps.inflight = ch
 		b.caps.mu.Unlock()
 
-		res, err := b.Probe(ctx)
-		if err == nil {
-			b.caps.set(res.Supported)
+		res, err := b.probe(ctx)
+		b.caps.mu.Lock()
+		adopted := b.caps.state() != capsUnresolved // meanwhile, by AdoptCapabilities
+		if err == nil && !adopted {
+			b.caps.set(res.Supported, "conditional-write probe: "+res.Evidence)
+		}
+		b.caps.mu.Unlock()
+		if err == nil && !adopted {
 			mode, why := res.LockMode()
 			b.log.InfoContext(ctx, "s3 backend: conditional-write probe: lock mode "+mode+": "+why,
 				slog.String("bucket", b.bucket), slog.String("endpoint", b.CurrentEndpoint()),
@@ -316,6 +319,44 @@ func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities
 	}
 }
 
+// AdoptCapabilities implements backend.Adopter: the backend uses caps, as
+// the store recorded them when it was created, without probing — the
+// copy conditions (CopySourceConditions) included, so that a later
+// ResolveCapabilities sends nothing. Under ConditionalAuto it takes them
+// unless a probe of this backend already found otherwise (a copy finding
+// of its own is kept over the record); under ConditionalOn and ConditionalOff, which force a
+// lock mode, caps must agree with the URL. A disagreement fails with an
+// error wrapping backend.ErrCapabilityMismatch that says which parameter
+// to change, and changes nothing.
+func (b *Backend) AdoptCapabilities(caps backend.Capabilities) error {
+	mode := func(conditional bool) string {
+		if conditional {
+			return "compare-and-swap"
+		}
+		return "claims"
+	}
+	switch b.mode {
+	case ConditionalOn, ConditionalOff:
+		if forced := b.mode == ConditionalOn; forced != caps.ConditionalWrites {
+			return fmt.Errorf("%w: conditional=%s in the URL forces lock mode %s, but the store's lock mode is %s: "+
+				"remove conditional=%s from the URL (every instance of a store must take its lock the same way)",
+				backend.ErrCapabilityMismatch, b.mode, mode(forced), mode(caps.ConditionalWrites), b.mode)
+		}
+		return nil
+	}
+	b.caps.mu.Lock()
+	defer b.caps.mu.Unlock()
+	switch st := b.caps.state(); {
+	case st == capsUnresolved:
+		b.caps.set(caps.ConditionalWrites, "recorded in the store's manifest: "+caps.Evidence)
+	case (st == capsConditional) != caps.ConditionalWrites:
+		return fmt.Errorf("%w: this process's probe of the server found lock mode %s (%s), but the store's lock mode is %s",
+			backend.ErrCapabilityMismatch, mode(st == capsConditional), b.caps.why(), mode(caps.ConditionalWrites))
+	}
+	b.copyCaps.adopt(caps.CopySourceConditions)
+	return nil
+}
+
 // The states of a backend's conditional-write capability.
 const (
 	capsUnresolved int32 = iota
@@ -324,9 +365,10 @@ const (
 )
 
 // capabilities is what the backend knows of the server's conditional
-// writes; inflight is non-nil while a probe runs.
+// writes and why; inflight is non-nil while a probe runs.
 type capabilities struct {
 	v        atomic.Int32
+	evidence atomic.Pointer[string]
 	mu       sync.Mutex
 	inflight chan struct{}
 }
@@ -335,7 +377,16 @@ func (c *capabilities) state() int32 { return c.v.Load() }
 
 func (c *capabilities) conditional() bool { return c.v.Load() == capsConditional }
 
-func (c *capabilities) set(conditional bool) {
+// why is what the capability was decided from ("" while unresolved).
+func (c *capabilities) why() string {
+	if p := c.evidence.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+func (c *capabilities) set(conditional bool, why string) {
+	c.evidence.Store(&why)
 	if conditional {
 		c.v.Store(capsConditional)
 	} else {

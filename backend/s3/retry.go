@@ -104,10 +104,17 @@ func (b *Backend) call(ctx context.Context, op, key string, conditional bool, se
 			break
 		}
 	}
+	return b.settle(ctx, op, key, conditional, last, n, err)
+}
+
+// settle reports err, the error of an operation's last attempt (the n-th),
+// made on endpoint i: one that got no answer names the endpoint, one that
+// stood after retries says how many, and either is mapped (mapErr).
+func (b *Backend) settle(ctx context.Context, op, key string, conditional bool, i, n int, err error) error {
 	if judge(ctx, err) == elsewhere {
-		err = &noAnswerError{endpoint: b.eps.name(last), attempts: n, err: err}
+		err = &noAnswerError{endpoint: b.eps.name(i), attempts: n, err: err}
 	} else if n > 1 {
-		err = &attemptsError{endpoint: b.eps.name(last), attempts: n, err: err}
+		err = &attemptsError{endpoint: b.eps.name(i), attempts: n, err: err}
 	}
 	return b.mapErr(ctx, op, key, conditional, err)
 }

@@ -71,6 +71,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/cairnhq/state/backend"
 )
@@ -85,13 +86,16 @@ type Backend struct {
 	mode        ConditionalMode
 	eps         *endpoints
 	retry       retryPolicy
+	connect     time.Duration // Options.ConnectTimeout, for Diagnose's own connections
 	caps        capabilities
+	copyCaps    copyCapabilities
 	log         *slog.Logger
 }
 
 var (
 	_ backend.Backend  = (*Backend)(nil)
 	_ backend.Resolver = (*Backend)(nil)
+	_ backend.Adopter  = (*Backend)(nil)
 	_ io.Closer        = (*Backend)(nil)
 )
 
@@ -107,7 +111,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	if opts.Bucket == "" {
 		return nil, errors.New("s3: Options.Bucket is empty")
 	}
-	mode, err := ParseConditionalMode(string(opts.Conditional))
+	mode, err := parseConditionalMode(string(opts.Conditional))
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +129,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	}
 	probePrefix := opts.ProbePrefix
 	if probePrefix == "" {
-		probePrefix = DefaultProbePrefix
+		probePrefix = defaultProbePrefix
 	}
 	if !strings.HasSuffix(probePrefix, "/") {
 		probePrefix += "/"
@@ -179,16 +183,16 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 	})
 	b := &Backend{
 		client: client, transport: transport, bucket: opts.Bucket, probePrefix: probePrefix,
-		mode: mode, eps: eps, log: log,
+		mode: mode, eps: eps, log: log, connect: opts.ConnectTimeout,
 		retry: retryPolicy{maxAttempts: opts.MaxAttempts, maxBackoff: opts.MaxBackoff},
 	}
-	attrs := []any{slog.String("bucket", opts.Bucket), slog.String("endpoints", strings.Join(b.Endpoints(), ",")), slog.String("mode", string(mode))}
+	attrs := []any{slog.String("bucket", opts.Bucket), slog.String("endpoints", strings.Join(b.endpointNames(), ",")), slog.String("mode", string(mode))}
 	switch mode {
 	case ConditionalOn:
-		b.caps.set(true)
+		b.caps.set(true, "conditional=on in the URL: not probed, the operator vouches for the server")
 		log.InfoContext(ctx, "s3 backend: conditional writes forced on; lock mode compare-and-swap (conditional=on: the operator vouches for the server)", attrs...)
 	case ConditionalOff:
-		b.caps.set(false)
+		b.caps.set(false, "conditional=off in the URL: not probed")
 		log.InfoContext(ctx, "s3 backend: conditional writes forced off; lock mode claims (conditional=off)", attrs...)
 	}
 	return b, nil
@@ -207,7 +211,9 @@ func awsConfig(ctx context.Context, opts Options) (aws.Config, error) {
 		}
 		return cfg, nil
 	}
-	var lo []func(*config.LoadOptions) error
+	// The SDK's own messages (the IMDSv1 fallback, retries) go to the
+	// backend's logger at debug level, not to stderr.
+	lo := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger{opts.Logger})}
 	if opts.Region != "" {
 		lo = append(lo, config.WithRegion(opts.Region))
 	}
@@ -224,9 +230,9 @@ func awsConfig(ctx context.Context, opts Options) (aws.Config, error) {
 	return cfg, nil
 }
 
-// Endpoints returns the base URLs the backend sends its requests to, in
+// endpointNames returns the base URLs the backend sends its requests to, in
 // order of preference; "aws" when the SDK resolves AWS's.
-func (b *Backend) Endpoints() []string {
+func (b *Backend) endpointNames() []string {
 	if len(b.eps.urls) == 0 {
 		return []string{"aws"}
 	}
@@ -241,10 +247,13 @@ func (b *Backend) CurrentEndpoint() string {
 }
 
 // Capabilities implements backend.Backend. ConditionalWrites is the probe's
-// finding (ConditionalAuto, once resolved; false before) or the forced
-// mode.
+// finding or the capabilities adopted from a store's record
+// (ConditionalAuto, once resolved; false before) or the forced mode;
+// Evidence says which. CopySourceConditions is the copy probe's finding
+// or the adopted record the same way (true under ConditionalOn, false
+// under ConditionalOff).
 func (b *Backend) Capabilities() backend.Capabilities {
-	return backend.Capabilities{ConditionalWrites: b.caps.conditional()}
+	return backend.Capabilities{ConditionalWrites: b.caps.conditional(), CopySourceConditions: b.copySourceConditions(), Evidence: b.caps.why()}
 }
 
 // Close releases the backend's idle connections. The backend must not be
@@ -266,9 +275,6 @@ func (b *Backend) usable(op, key string) error {
 	}
 	return nil
 }
-
-// Bucket returns the bucket's name.
-func (b *Backend) Bucket() string { return b.bucket }
 
 // Get implements backend.Backend. The object's Now is the Date of the
 // GetObject response.
@@ -301,8 +307,18 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 // Put implements backend.Backend. The returned ModTime and Now are the
 // server's Date header of the PutObject response (S3 does not return
 // Last-Modified on writes); ModTime can differ from a later listing's by
-// the second it took.
+// the second it took. It is PutBody of data.
 func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
+	return b.PutBody(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
+}
+
+// PutBody implements backend.BodyPutter (Put is PutBody of its bytes):
+// one PutObject with the body's length as its Content-Length, every
+// attempt — a retry, a failover — sending the body from its start through
+// a reader of its own, so that the SDK can read it to sign its SHA-256
+// and seek back. A body that fails or ends early ends the write at once,
+// unretried.
+func (b *Backend) PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return backend.Object{}, err
 	}
@@ -312,7 +328,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	in := &s3.PutObjectInput{
 		Bucket:        &b.bucket,
 		Key:           &key,
-		ContentLength: aws.Int64(int64(len(data))),
+		ContentLength: aws.Int64(size),
 	}
 	op := "put"
 	switch {
@@ -333,8 +349,12 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	}
 	var out *s3.PutObjectOutput
 	err := b.call(ctx, op, key, conditional, func(ctx context.Context, ep func(*s3.Options)) (err error) {
-		in.Body = bytes.NewReader(data) // each attempt sends the whole body
+		r := newAttemptBody(body, size) // each attempt sends the whole body
+		in.Body = r
 		out, err = b.client.PutObject(ctx, in, ep)
+		if berr := r.failed(); berr != nil && err != nil {
+			return berr // not the server's answer: no retry can help
+		}
 		return err
 	})
 	if err != nil {
@@ -343,7 +363,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 	now, _ := awsmiddleware.GetServerTime(out.ResultMetadata)
 	return backend.Object{
 		Key:     key,
-		Size:    int64(len(data)),
+		Size:    size,
 		Version: aws.ToString(out.ETag),
 		ModTime: now,
 		Now:     now,
@@ -353,7 +373,8 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 // Delete implements backend.Backend. S3 answers success for a missing key,
 // so an unconditional delete of a missing key returns nil; a conditional
 // one fails with ErrPreconditionFailed (a HeadObject precedes the
-// conditional DeleteObject to tell, as not every server does).
+// conditional DeleteObject to tell, as not every server does), unless
+// opts.AbsentOK says a missing key counts as deleted.
 func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
 	if err := backend.ValidateKey(key); err != nil {
 		return err
@@ -369,11 +390,15 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 			return err
 		}
 		in.IfMatch = aws.String(opts.IfVersion)
+	}
+	if opts.IfVersion != "" && !opts.AbsentOK {
 		// Some servers (versitygw) answer 204 to a conditional delete of
 		// a missing key, which the contract reports as a failed
 		// condition; look first. If the object vanishes between the two
 		// requests the delete still reports success, which leaves the
-		// caller with what it asked for: no object of that version.
+		// caller with what it asked for: no object of that version. A
+		// caller for whom a missing key is deleted (AbsentOK) is spared
+		// the look.
 		var head *s3.HeadObjectOutput
 		err := b.call(ctx, op, key, true, func(ctx context.Context, ep func(*s3.Options)) (err error) {
 			head, err = b.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &b.bucket, Key: &key}, ep)
@@ -387,10 +412,14 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 				op, key, b.bucket, aws.ToString(head.ETag), backend.ErrPreconditionFailed)
 		}
 	}
-	return b.call(ctx, op, key, in.IfMatch != nil, func(ctx context.Context, ep func(*s3.Options)) error {
+	err := b.call(ctx, op, key, in.IfMatch != nil && !opts.AbsentOK, func(ctx context.Context, ep func(*s3.Options)) error {
 		_, err := b.client.DeleteObject(ctx, in, ep)
 		return err
 	})
+	if opts.AbsentOK && errors.Is(err, backend.ErrNotFound) {
+		return nil // a server that says so: gone is what was asked
+	}
+	return err
 }
 
 // List implements backend.Backend. ListObjectsV2 returns keys in UTF-8
@@ -425,7 +454,7 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 		now, _ := awsmiddleware.GetServerTime(page.ResultMetadata)
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
-			if b.isProbeKey(key) {
+			if b.isProbeKey(key) || isServerTempName(key) {
 				continue
 			}
 			err := fn(backend.Object{
@@ -480,4 +509,17 @@ func (b *Backend) conditionalAllowed(op, key string) error {
 	}
 	return fmt.Errorf("s3: %s %q in bucket %q: conditional writes are not enabled on this backend (probe found none, or conditional=off): %w",
 		op, key, b.bucket, backend.ErrUnsupported)
+}
+
+// sdkLogger passes the AWS SDK's log messages to a slog.Logger (nil:
+// slog.Default()) at debug level: they concern the SDK's own steps, and
+// the backend reports what fails in its errors.
+type sdkLogger struct{ l *slog.Logger }
+
+func (s sdkLogger) Logf(classification logging.Classification, format string, v ...any) {
+	l := s.l
+	if l == nil {
+		l = slog.Default()
+	}
+	l.Debug("s3 backend: aws sdk: "+fmt.Sprintf(format, v...), "classification", string(classification))
 }

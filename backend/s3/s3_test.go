@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/s3admin"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -129,7 +130,7 @@ func TestProbe_Versitygw_FindsConditionalWritesEnforced(t *testing.T) {
 	if !b.Capabilities().ConditionalWrites {
 		t.Fatal("versitygw enforces conditional writes, the probe reported none")
 	}
-	res, err := b.Probe(t.Context())
+	res, err := s3admin.Probe(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestProbe_Garage_DetectsIgnoredConditionsAsNoSupport(t *testing.T) {
 	if b.Capabilities().ConditionalWrites {
 		t.Fatal("the probe reported conditional writes on Garage, which ignores the headers")
 	}
-	res, err := b.Probe(t.Context())
+	res, err := s3admin.Probe(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,9 @@ func benchRekey(b *testing.B, tg *target, n int) {
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "objects/s")
 }
 
-// BenchmarkPut is one CLI write, in-process (the CLI's run function): open
-// the backend, take the lock (resolving the backend's capabilities: the
-// S3 conditional-write probe), seal and write one object, release. Compare
+// BenchmarkPut is one CLI write on an existing store, in-process (the
+// CLI's run function): open the backend, read the manifest (its recorded
+// lock mode: no probe), take the lock, seal and write one object, release. Compare
 // the servers' medians with benchstat:
 //
 //	go test -run '^$' -bench 'BenchmarkPut' -benchtime 10x -count 7 ./cmd/cairn-state > put.txt; benchstat -col /server put.txt
@@ -97,6 +97,9 @@ func BenchmarkPut(b *testing.B) {
 			env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": path}
 			getenv := func(k string) string { return env[k] }
 			streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+			if code := run(context.Background(), []string{"init"}, streams, getenv); code != exitOK {
+				b.Fatalf("init exited %d", code)
+			}
 			for b.Loop() {
 				if code := run(context.Background(), []string{"put", "app/value", value}, streams, getenv); code != exitOK {
 					b.Fatalf("put exited %d", code)

@@ -8,39 +8,19 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strconv"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	state "github.com/cairnhq/state"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/boot"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/secret"
+	"github.com/cairnhq/state/internal/setup"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
-
-// Exit codes, as in the design ("The operator CLI").
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
-	exitHeld  = 3
-	// exitNotMember: the identity does not belong to this store.
-	exitNotMember = 5
-)
-
-// exitCodes are the exit codes as `cairn-state help` lists them: the CLI's,
-// and those of the example application that share their numbering.
-var exitCodes = []struct {
-	code    int
-	meaning string
-}{
-	{0, "success (lock status: whether or not the lock is held; help)"},
-	{1, "failure: I/O, a missing object, a wrong key, verify found bad objects, an interrupted rekey, no answer within --timeout, doctor found the store unusable"},
-	{2, "usage error: unknown command or flag, wrong arguments, an invalid state name, a bad --recipient, no --url, no identity"},
-	{3, "the lock is held by a live instance (a refused write or lock break)"},
-	{4, "reserved: the example application lost its lock while serving"},
-	{5, "the identity does not belong to this store (it cannot open .cairn-state/.store)"},
-}
 
 // defaultStaleAfter is the lock's default stale window (the design's 5 min).
 const defaultStaleAfter = 5 * time.Minute
@@ -65,23 +45,34 @@ type app struct {
 	verbose       bool
 	interactive   bool          // stderr is a terminal: draw a progress bar
 	allowUnauth   bool          // --allow-unauthenticated (get, rekey): the emergency recovery read
+	strict        bool          // get --strict: refuse a put-back object (store.Options.RejectRollback)
 	recoveryFiles listFlag      // --recovery-identity (get, rekey, verify)
-	write         bool          // the command writes: it may create the store's manifest (put, rm)
 	quietDiff     bool          // the recipient difference was reported
 	wait          time.Duration // --wait (put, rm, rekey): how long to wait for a held lock
-	mayCreate     bool          // the command may create a missing file: store (put)
+	mayCreate     bool          // the command creates the store, and its directory (init)
+	storeID       string        // --store-id, or $CAIRN_STATE_STORE_ID: the pinned store
+	history       historyFlag   // --history, or $CAIRN_STATE_HISTORY: versions kept per name
+	keys          store.Keys    // the keys openStore connected with
+	boot          boot.Options  // the first-open protocol's options openStore used
 
 	timeout time.Duration // --timeout: how long a command waits on storage that does not answer
 
-	logger  *slog.Logger
-	emitted bool        // a JSON document has been written to stdout
-	closers []io.Closer // backends to close when the command is done
+	redactor *secret.Redactor // hides the secrets of the command line and environment
+	data     io.Writer        // stdout as given: get's plaintext and the JSON document
+	logger   *slog.Logger
+	emitted  bool        // a JSON document has been written to stdout
+	closers  []io.Closer // backends to close when the command is done
 }
 
-// usageError is a mistake in the command line: exit code 2.
-type usageError struct{ msg string }
+// usageError is a mistake in the command line or its configuration (the
+// URL, an identity file): exit code 2. It unwraps to its cause, if any.
+type usageError struct {
+	msg string
+	err error
+}
 
 func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return e.err }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
@@ -105,23 +96,6 @@ type reportedError struct{ msg string }
 
 func (e *reportedError) Error() string { return e.msg }
 
-// exitCode maps an error to the documented exit codes.
-func exitCode(err error) int {
-	var ue *usageError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &ue):
-		return exitUsage
-	case errors.Is(err, store.ErrNotMember):
-		return exitNotMember
-	case errors.Is(err, lock.ErrHeld):
-		return exitHeld
-	default:
-		return exitFail
-	}
-}
-
 // listFlag is a repeatable string flag.
 type listFlag []string
 
@@ -142,19 +116,25 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"keygen", "[-o FILE]", "write a new X25519 identity (0600); print its recipient",
+		{"keygen", "[-o FILE|-]", "write a new X25519 identity (0600); print its recipient",
 			"cairn-state keygen -o identity.txt", runKeygen},
-		{"ls", "[--all] [PREFIX]", "list state names with sealed size and modification time",
+		{"init", "", "create a store at --url, sealed to --identity's recipients and --recipient; print its id, location and recipients (the only command that creates a store)",
+			"cairn-state init --url file:///var/lib/app/state --identity identity.txt", runInit},
+		{"ls", "[--all|--deleted] [PREFIX]", "list state names with sealed size and modification time; --deleted: deleted names history keeps",
 			"cairn-state ls app/", runLs},
-		{"get", "[--recovery-identity FILE --allow-unauthenticated] NAME", "decrypt one object to stdout",
-			"cairn-state get app/db-password > db-password.txt", runGet},
-		{"put", "[--wait DURATION] NAME [FILE]", "seal and write one object (stdin when no FILE); takes the lock",
-			"echo hunter2 | cairn-state put app/db-password\ncairn-state put --wait 2m app/config config.json", runPut},
-		{"rm", "[--wait DURATION] NAME", "delete one object; takes the lock",
-			"cairn-state rm app/old-token", runRm},
+		{"get", "[--version V|--strict] [--recovery-identity FILE --allow-unauthenticated] NAME", "decrypt one object (or a kept version of it) to stdout",
+			"cairn-state get app/db-password > db-password.txt\ncairn-state get --version 3.7 app/db-password", runGet},
+		{"history", "NAME", "the versions of one object kept in history, newest first: version, time, instance, epoch, sealed size",
+			"cairn-state history app/db-password", runHistory},
+		{"restore", "[--wait DURATION] NAME VERSION", "write a kept version's value as the new current one (the version it replaces is kept); undeletes a deleted name; takes the lock",
+			"cairn-state restore app/db-password 3.7", runRestore},
+		{"put", "[--allow-empty] [--if-absent|--if-version V] [--wait DURATION] NAME [FILE]", "seal and write one object (stdin when no FILE; an empty stdin is refused); takes the lock",
+			"echo hunter2 | cairn-state put app/db-password\ncairn-state put --if-absent --wait 2m app/config config.json", runPut},
+		{"rm", "[--purge] [--wait DURATION] NAME", "delete one object (its last version stays in history: restore brings it back; --purge removes its history too, leaving nothing to restore); takes the lock",
+			"cairn-state rm app/old-token\ncairn-state rm --purge app/leaked-token", runRm},
 		{"verify", "[--recovery-identity FILE]", "check the store's manifest and open every object: report each one that fails and why, legacy ones and ones sealed outside the store's recipients; prove a recovery key reads everything with stock age",
 			"cairn-state verify --json\ncairn-state verify --recovery-identity recovery.txt", runVerify},
-		{"rekey", "[--old-identity FILE]... [--recovery-identity FILE --allow-unauthenticated [--yes]] [--restart] [--wait DURATION]", "move the store and every object to the current recipients; afterwards the old keys are refused; takes the lock",
+		{"rekey", "[--old-identity FILE]... [--recovery-identity FILE --allow-unauthenticated [--yes]] [--restart] [--wait DURATION]", "move the store and every object to the current recipients; afterwards the old keys are refused; takes the lock; with nothing to change it says so and writes nothing; an interrupted run resumes",
 			"cairn-state keygen -o new.txt && cairn-state rekey --identity new.txt --old-identity identity.txt", runRekey},
 		{"lock status", "", "holder, PID, heartbeat age, stale horizon, mode, epoch",
 			"cairn-state lock status --json", runLockStatus},
@@ -175,10 +155,16 @@ var groups = map[string]string{
 	"migrate": "inspect the migration log",
 }
 
-// run executes one command line and returns the process exit code.
+// run executes one command line and returns the process exit code. Every
+// line it prints passes through one redactor, made from the command line
+// and the environment: a secret given anywhere is never echoed.
 func run(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
 	a := &app{stdio: io, getenv: getenv, staleAfter: defaultStaleAfter, timeout: defaultTimeout}
 	a.interactive = isTerminal(io.err)
+	a.redactor = secret.NewRedactor(append(slices.Clone(args), getenv(state.EnvURL), getenv(state.EnvIdentity), getenv(state.EnvRecipients))...)
+	a.data = io.out
+	a.out = redactingWriter{a: a, w: io.out}
+	a.err = redactingWriter{a: a, w: io.err}
 	err := a.dispatch(ctx, args)
 	for _, c := range a.closers {
 		_ = c.Close()
@@ -186,23 +172,17 @@ func run(ctx context.Context, args []string, io stdio, getenv func(string) strin
 	if errors.Is(err, errHelpShown) {
 		return exitOK
 	}
+	code := exitCode(ctx, err)
 	if err != nil {
-		a.fail(err)
+		a.fail(err, code)
 	}
-	return exitCode(err)
+	return code
 }
 
 func (a *app) dispatch(ctx context.Context, args []string) error {
 	// Know about --json before parsing, so that even a usage error is
 	// reported as a JSON document.
-	for _, arg := range args {
-		if arg == "--" {
-			break
-		}
-		if arg == "--json" || arg == "-json" || arg == "--json=true" || arg == "-json=true" {
-			a.json = true
-		}
-	}
+	a.json = wantsJSON(args)
 	top := flag.NewFlagSet("cairn-state", flag.ContinueOnError)
 	top.SetOutput(io.Discard)
 	a.globalFlags(top)
@@ -246,182 +226,18 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	return usagef("unknown command %q (cairn-state help lists the commands)", name)
 }
 
-func subcommandsOf(group string) string {
-	var subs []string
-	for _, c := range commands() {
-		if sub, ok := strings.CutPrefix(c.name, group+" "); ok {
-			subs = append(subs, sub)
+// wantsJSON reports whether a command line asks for --json, before it is
+// parsed.
+func wantsJSON(args []string) bool {
+	for _, arg := range args {
+		if arg == "--" {
+			break
 		}
-	}
-	return strings.Join(subs, ", ")
-}
-
-// isHelp reports whether arg asks for help.
-func isHelp(arg string) bool {
-	switch arg {
-	case "-h", "--h", "-help", "--help", "help":
-		return true
+		if arg == "--json" || arg == "-json" || arg == "--json=true" || arg == "-json=true" {
+			return true
+		}
 	}
 	return false
-}
-
-// help runs `cairn-state help [COMMAND]`: the overview, a group's
-// subcommands, or a command's own help.
-func (a *app) help(ctx context.Context, args []string) error {
-	var words []string
-	for _, arg := range args {
-		if !strings.HasPrefix(arg, "-") {
-			words = append(words, arg)
-		}
-	}
-	switch {
-	case len(words) == 0:
-		var text strings.Builder
-		a.usage(&text)
-		a.showHelp(text.String())
-		return nil
-	case len(words) == 1 && groups[words[0]] != "":
-		a.showHelp(groupHelp(words[0]))
-		return nil
-	}
-	name := strings.Join(words, " ")
-	for _, c := range commands() {
-		if c.name == name {
-			return c.run(ctx, a, []string{"-h"})
-		}
-	}
-	return usagef("help: unknown command %q (cairn-state help lists the commands)", name)
-}
-
-func groupHelp(group string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Usage: cairn-state %s SUBCOMMAND [flags]\n\n%s.\n\nSubcommands:\n", group, capitalize(groups[group]))
-	for _, c := range commands() {
-		if strings.HasPrefix(c.name, group+" ") {
-			printEntry(&b, strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
-		}
-	}
-	fmt.Fprintf(&b, "\nRun cairn-state %s SUBCOMMAND -h for its flags and an example.\n", group)
-	return b.String()
-}
-
-func capitalize(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// showHelp prints help text on stdout; with --json, as the one document
-// {"usage": text}.
-func (a *app) showHelp(text string) {
-	if a.json {
-		a.emit(struct {
-			Usage string `json:"usage"`
-		}{text})
-		return
-	}
-	fmt.Fprint(a.out, text)
-}
-
-func (a *app) usage(w io.Writer) {
-	fmt.Fprint(w, "Usage: cairn-state [global flags] COMMAND [flags] [args]\n\nGlobal flags (also accepted after the command):\n")
-	fs := flag.NewFlagSet("global", flag.ContinueOnError)
-	(&app{staleAfter: defaultStaleAfter, timeout: defaultTimeout}).globalFlags(fs)
-	printFlags(w, fs, nil)
-	fmt.Fprint(w, "\nCommands:\n")
-	for _, c := range commands() {
-		printEntry(w, strings.TrimSpace(c.name+" "+c.synopsis), c.summary)
-	}
-	fmt.Fprint(w, "\nRun cairn-state COMMAND -h (or cairn-state help COMMAND) for a command's flags and an example.\n\nExit codes:\n")
-	for _, e := range exitCodes {
-		printEntryAt(w, 5, strconv.Itoa(e.code), e.meaning)
-	}
-}
-
-// commandHelp is the help of one command: synopsis, flags, global flags
-// and an example.
-func commandHelp(fs *flag.FlagSet) string {
-	var b strings.Builder
-	name := fs.Name()
-	fmt.Fprintf(&b, "Usage: cairn-state %s\n\n%s.\n", synopsis(name), capitalize(summary(name)))
-	global := flag.NewFlagSet("global", flag.ContinueOnError)
-	(&app{staleAfter: defaultStaleAfter, timeout: defaultTimeout}).globalFlags(global)
-	isGlobal := func(f *flag.Flag) bool { return global.Lookup(f.Name) != nil }
-	own := false
-	fs.VisitAll(func(f *flag.Flag) { own = own || !isGlobal(f) })
-	if own {
-		b.WriteString("\nFlags:\n")
-		printFlags(&b, fs, func(f *flag.Flag) bool { return !isGlobal(f) })
-	}
-	b.WriteString("\nGlobal flags:\n")
-	printFlags(&b, global, nil)
-	if ex := example(name); ex != "" {
-		b.WriteString("\nExample:\n")
-		for line := range strings.SplitSeq(ex, "\n") {
-			fmt.Fprintf(&b, "  $ %s\n", line)
-		}
-	}
-	return b.String()
-}
-
-// printFlags writes each flag of fs that keep accepts (all when nil): the
-// flag, its argument and its sentence.
-func printFlags(w io.Writer, fs *flag.FlagSet, keep func(*flag.Flag) bool) {
-	fs.VisitAll(func(f *flag.Flag) {
-		if keep != nil && !keep(f) {
-			return
-		}
-		arg, usage := flag.UnquoteUsage(f)
-		dash := "--"
-		if len(f.Name) == 1 {
-			dash = "-"
-		}
-		left := dash + f.Name
-		if _, isBool := f.Value.(interface{ IsBoolFlag() bool }); !isBool && arg != "" {
-			left += " " + arg
-		}
-		switch f.DefValue {
-		case "", "false", "0", "0s":
-		default:
-			usage += " (default " + f.DefValue + ")"
-		}
-		printEntry(w, left, usage)
-	})
-}
-
-// Help text layout: entries are indented by two, their text starts at
-// helpColumn and is wrapped at helpWidth.
-const (
-	helpColumn = 26
-	helpWidth  = 80
-)
-
-// printEntry writes "  left  text", with text wrapped at helpWidth and
-// starting on a line of its own when left is too long for its column.
-func printEntry(w io.Writer, left, text string) { printEntryAt(w, helpColumn, left, text) }
-
-func printEntryAt(w io.Writer, column int, left, text string) {
-	line := "  " + left
-	if len(line) >= column-1 {
-		fmt.Fprintln(w, line)
-		line = ""
-	}
-	pad := strings.Repeat(" ", column)
-	line += pad[len(line):]
-	n := 0
-	for _, word := range strings.Fields(text) {
-		if n > 0 && len([]rune(line))+1+len([]rune(word)) > helpWidth {
-			fmt.Fprintln(w, line)
-			line, n = pad, 0
-		}
-		if n > 0 {
-			line += " "
-		}
-		line += word
-		n++
-	}
-	fmt.Fprintln(w, line)
 }
 
 // globalFlags registers the global flags on fs. They are registered on every
@@ -434,6 +250,8 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&a.staleAfter, "stale-after", a.staleAfter, "the stale window (a `DURATION`) used to judge the lock and recorded in the CLI's own; it can lengthen a holder's recorded window, not shorten it")
 	fs.DurationVar(&a.timeout, "timeout", a.timeout, "how long a command waits on storage that does not answer (a `DURATION`, at least 1s): an S3 operation gives up within 45% of it, naming the endpoint; the S3 timeouts the URL does not set are derived from it")
 	fs.BoolVar(&a.verbose, "verbose", a.verbose, "log what the layers below do, on stderr")
+	fs.Var(&a.history, "history", "how many versions of each name a write keeps in history (a whole number `N`, the current one included; 0 turns history off, keeping nothing and removing nothing already kept); default 5, or $"+envHistory)
+	fs.StringVar(&a.storeID, "store-id", a.storeID, "pin the store: its `ID` (32 hex digits, as init and doctor print it); another store is refused with exit 5 before anything is read or written; or $CAIRN_STATE_STORE_ID")
 }
 
 // flags returns a flag set for one command, with the global flags on it.
@@ -487,36 +305,6 @@ func (a *app) parse(fs *flag.FlagSet, args []string, minArgs, maxArgs int) ([]st
 	return pos, nil
 }
 
-// errHelpShown ends a run that printed a command's help: exit 0.
-var errHelpShown = errors.New("help shown")
-
-func summary(name string) string {
-	for _, c := range commands() {
-		if c.name == name {
-			return c.summary
-		}
-	}
-	return ""
-}
-
-func example(name string) string {
-	for _, c := range commands() {
-		if c.name == name {
-			return c.example
-		}
-	}
-	return ""
-}
-
-func synopsis(name string) string {
-	for _, c := range commands() {
-		if c.name == name {
-			return strings.TrimSpace(c.name + " " + c.synopsis)
-		}
-	}
-	return name
-}
-
 // setup completes the global options once the command line is parsed:
 // environment defaults, the logger, and the refusal of a secret given
 // where a path or a public recipient belongs.
@@ -525,6 +313,14 @@ func (a *app) setup() error {
 	// CLI and the application agree on what a variable means.
 	if a.url == "" {
 		a.url = strings.TrimSpace(a.getenv(state.EnvURL))
+	}
+	if a.storeID == "" {
+		a.storeID = strings.TrimSpace(a.getenv(state.EnvStoreID))
+	}
+	if v := strings.TrimSpace(a.getenv(envHistory)); !a.history.set && v != "" {
+		if err := a.history.Set(v); err != nil {
+			return usagef("%s=%q: %v", envHistory, v, err)
+		}
 	}
 	identitySource, recipientSource := "--identity", "--recipient"
 	if len(a.identities) == 0 {
@@ -537,20 +333,28 @@ func (a *app) setup() error {
 	}
 	if len(a.recipients) == 0 {
 		recipientSource = state.EnvRecipients
-		a.recipients = state.SplitRecipients(a.getenv(state.EnvRecipients))
+		a.recipients = setup.SplitRecipients(a.getenv(state.EnvRecipients))
 	}
 	level := slog.LevelWarn
 	if a.verbose {
 		level = slog.LevelDebug
 	}
-	a.logger = slog.New(slog.NewTextHandler(a.err, &slog.HandlerOptions{Level: level,
+	ho := &slog.HandlerOptions{Level: level,
 		ReplaceAttr: func(_ []string, at slog.Attr) slog.Attr {
 			switch v := at.Value.Resolve(); v.Kind() {
 			case slog.KindString, slog.KindAny:
-				at.Value = slog.StringValue(a.redact(v.String()))
+				at.Value = slog.StringValue(terminalSafe(a.redact(v.String())))
 			}
 			return at
-		}}))
+		}}
+	if a.json {
+		a.logger = slog.New(slog.NewJSONHandler(a.err, ho)) // stderr carries JSON lines only
+	} else {
+		a.logger = slog.New(slog.NewTextHandler(a.err, ho))
+	}
+	// What the layers below log without being given a logger goes the
+	// same way: redacted, at the same level, JSON lines with --json.
+	slog.SetDefault(a.logger)
 	for _, p := range a.identities {
 		if err := checkIdentityArg(identitySource, p); err != nil {
 			return err
@@ -564,47 +368,51 @@ func (a *app) setup() error {
 	return nil
 }
 
-// redact hides, in text about to be printed or logged, the credentials of
-// the store's URL and any age secret key.
-func (a *app) redact(s string) string {
-	return redactSecretKeys(state.RedactURLIn(s, a.url))
-}
+// redact hides, in text about to be printed or logged, every secret
+// recognised (internal/secret) and the credentials of every URL the
+// command line or the environment carries, however they are written.
+func (a *app) redact(s string) string { return a.redactor.Redact(s) }
 
-// fail reports err: a line on stderr and, with --json, an error document on
-// stdout unless the command already printed its own.
-func (a *app) fail(err error) {
+// requestIDs are the request and host ids the S3 SDK puts in its errors:
+// clutter for an operator, kept with --verbose for a support request.
+var requestIDs = regexp.MustCompile(`,? ?(RequestID|HostID): [^,\s]*,?`)
+
+// fail reports err: a line on stderr (a JSON line with --json) and, with
+// --json, an error document on stdout unless the command already printed
+// its own. code is err's exit code.
+func (a *app) fail(err error, code int) {
 	msg := a.redact(err.Error())
-	fmt.Fprintf(a.err, "cairn-state: %s\n", msg)
+	if !a.verbose {
+		msg = requestIDs.ReplaceAllStringFunc(msg, func(m string) string {
+			if strings.HasPrefix(m, ",") && strings.HasSuffix(m, ",") {
+				return ","
+			}
+			return ""
+		})
+	}
+	msg = terminalSafe(msg)
+	kind := errorKind(err, code)
+	a.say("error", "cairn-state: "+msg, "kind", kind, "exit_code", code)
 	var re *reportedError
 	if errors.As(err, &re) {
 		return
 	}
-	if errors.Is(err, state.ErrNoStore) {
-		fmt.Fprintf(a.err, "hint: check --url (or %s); a write (cairn-state put) creates a new store\n", state.EnvURL)
+	if errors.Is(err, state.ErrNoStore) || errors.Is(err, store.ErrNoStore) {
+		a.say("hint", fmt.Sprintf("hint: check --url (or %s); to create a store there: cairn-state init", state.EnvURL))
 	}
 	var foreign *envelope.ForeignStoreError
 	if errors.As(err, &foreign) {
-		fmt.Fprintf(a.err, "hint: %q was copied here from another store (store %s); this store is %s: restore this store's own copy, or remove it (cairn-state rm)\n",
-			foreign.Name, foreign.Object, foreign.Envelope)
+		a.say("hint", fmt.Sprintf("hint: %q was copied here from another store (store %s); this store is %s: restore this store's own copy, or remove it (cairn-state rm)",
+			foreign.Name, foreign.Object, foreign.Envelope))
 	}
 	var held *lock.HeldError
-	switch {
-	case !errors.As(err, &held):
-	case held.Unreadable != "":
-		fmt.Fprintf(a.err, "hint: it may belong to a live instance whose key is not configured here: pass the identity the lock is sealed to (--identity FILE) to see who holds it, or wait until it is stale (in %s); if its holder is gone for good: cairn-state lock break --force (no --holder: it cannot be read)\n",
-			ago(held.StaleIn))
-	case held.Duplicate && held.Holder.InstanceID == instanceID():
-		fmt.Fprintf(a.err, "hint: another cairn-state process on this host (pid %d) is writing; let it finish, or wait for it with --wait DURATION\n", held.Holder.PID)
-	case held.Duplicate:
-		fmt.Fprintf(a.err, "hint: two live processes use the instance id %q; give each instance its own (--instance-id, state.Config.InstanceID)\n", held.Holder.InstanceID)
-	default:
-		fmt.Fprintf(a.err, "hint: stop %q first, or wait until its lock is stale; if it is gone for good: cairn-state lock break --force --holder %q\n",
-			held.Holder.InstanceID, held.Holder.InstanceID)
+	if errors.As(err, &held) {
+		a.say("hint", "hint: "+heldHint(held))
 	}
 	if !a.json || a.emitted {
 		return
 	}
-	doc := errorDoc{Error: errorBody{Message: msg, ExitCode: exitCode(err)}}
+	doc := errorDoc{Error: errorBody{Message: msg, Kind: kind, ExitCode: code}}
 	var nm *store.NotMemberError
 	if errors.As(err, &nm) {
 		doc.Error.Store = &notMemberDoc{StoreID: nm.StoreID.String(), Created: nm.Created, Recipients: nm.Recipients, Key: nm.Key}

@@ -13,7 +13,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -126,6 +127,7 @@ func TestObjects_PutGetLsRm_RoundTripThroughTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 
+		tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 		// put from stdin (global flags before the command), and from a
 		// file (flags after the positional arguments).
 		r := tg.cli(t, []byte("hello\n"), "--identity", id, "put", "greeting").must(t, exitOK)
@@ -213,12 +215,12 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 		}
 		// An object of this store sealed by another key, and one copied
 		// from another store that shares this store's key.
-		m, _ := st.Manifest()
+		m, _ := storeadmin.Manifest(st)
 		ids, err := envelope.LoadIdentityFile(other)
 		if err != nil {
 			t.Fatal(err)
 		}
-		otherEnv, err := envelope.New(ids, nil, &envelope.Options{StoreID: m.ID})
+		otherEnv, err := envelope.New(ids, nil, envelope.Options{StoreID: m.ID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,6 +335,7 @@ func TestSecretsNeverPrinted_EvenVerbose(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
+		{"init", "--identity", id, "--verbose"},
 		{"put", "x", "--identity", id, "--verbose"},
 		{"get", "x", "--identity", id, "--verbose"},
 		{"verify", "--identity", id, "--verbose", "--json"},

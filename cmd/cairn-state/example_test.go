@@ -10,8 +10,8 @@ import (
 )
 
 // Example runs a short operator session in-process on a local directory:
-// create an identity, write an object under the lock, read it back, look at
-// the lock, remove the object.
+// create an identity and a store, write an object under the lock, read it
+// back, look at the lock, remove the object.
 func Example() {
 	dir, err := os.MkdirTemp("", "cairn-state-example-")
 	if err != nil {
@@ -28,15 +28,15 @@ func Example() {
 	}
 
 	cli("", io.Discard, "keygen")                 // writes CAIRN_STATE_IDENTITY's file; prints a random recipient
+	cli("", io.Discard, "init")                   // prints the new store's random id
 	cli("hello\n", io.Discard, "put", "greeting") // prints a random version
 	cli("", os.Stdout, "get", "greeting")
 	cli("", os.Stdout, "lock", "status")
-	cli("", os.Stdout, "rm", "greeting")
+	cli("", io.Discard, "rm", "greeting") // prints the version history kept, to restore it
 	code := cli("", os.Stdout, "get", "greeting")
 	fmt.Println("exit", code)
 	// Output:
 	// hello
 	// lock: not held
-	// removed greeting
 	// exit 1
 }

@@ -13,10 +13,13 @@ import (
 // (besides the global ones, which every help lists).
 var commandFlags = map[string][]string{
 	"keygen":         {"-o FILE"},
-	"ls":             {"--all"},
-	"get":            {"--allow-unauthenticated", "--recovery-identity FILE"},
-	"put":            {"--wait DURATION"},
-	"rm":             {"--wait DURATION"},
+	"init":           nil,
+	"ls":             {"--all", "--deleted"},
+	"get":            {"--allow-unauthenticated", "--recovery-identity FILE", "--version V", "--strict"},
+	"history":        nil,
+	"restore":        {"--wait DURATION"},
+	"put":            {"--wait DURATION", "--allow-empty", "--if-absent", "--if-version V"},
+	"rm":             {"--wait DURATION", "--purge"},
 	"verify":         {"--recovery-identity FILE"},
 	"rekey":          {"--old-identity FILE", "--restart", "--allow-unauthenticated", "--recovery-identity FILE", "--yes", "--wait DURATION"},
 	"lock status":    nil,
@@ -26,7 +29,7 @@ var commandFlags = map[string][]string{
 	"doctor":         nil,
 }
 
-var globalFlagNames = []string{"--url URL", "--identity FILE", "--recipient R", "--json", "--stale-after DURATION", "--timeout DURATION", "--verbose"}
+var globalFlagNames = []string{"--url URL", "--identity FILE", "--recipient R", "--json", "--stale-after DURATION", "--timeout DURATION", "--verbose", "--store-id ID", "--history N"}
 
 // flagLineRE is a flag's entry in help text: the flag, then its sentence
 // on the same line or the next.
@@ -98,16 +101,50 @@ func TestHelp_ListsEveryCommandAndTheExitCodes(t *testing.T) {
 				t.Errorf("%v does not list %q", args, c.name)
 			}
 		}
-		_, codes, ok := strings.Cut(out, "\nExit codes:\n")
-		if !ok {
-			t.Fatalf("%v lists no exit codes:\n%s", args, out)
+		listed := exitCodesIn(t, out)
+		if len(listed) != len(exitTable) {
+			t.Errorf("%v lists %d exit codes, the table has %d:\n%s", args, len(listed), len(exitTable), out)
 		}
-		for code, word := range map[int]string{0: "success", 1: "failure", 2: "usage", 3: "lock is held by a live instance", 4: "lost its lock", 5: "does not belong to this store"} {
-			if !regexp.MustCompile(`(?m)^  ` + strconv.Itoa(code) + `  .*` + regexp.QuoteMeta(word)).MatchString(codes) {
-				t.Errorf("%v: exit code %d (%s) not listed:\n%s", args, code, word, codes)
+		for _, row := range exitTable {
+			if got := listed[row.code]; got != strings.Join(strings.Fields(row.meaning), " ") {
+				t.Errorf("%v: exit code %d reads %q, the table says %q", args, row.code, got, row.meaning)
+			}
+		}
+		// What the issue (#20) asks each code to say.
+		for code, words := range map[int][]string{
+			exitUsage: {"usage", "flag", "--url", "identity file"}, exitHeld: {"held by a live instance"},
+			exitLockLost: {"lost"}, exitNotMember: {"does not belong to this store"}, exitNoStore: {"no store"},
+			exitSIGINT: {"SIGINT", "releasing"}, exitSIGTERM: {"SIGTERM", "releasing"},
+		} {
+			for _, w := range words {
+				if !strings.Contains(listed[code], w) {
+					t.Errorf("%v: exit code %d does not say %q: %q", args, code, w, listed[code])
+				}
 			}
 		}
 	}
+}
+
+// exitCodesIn parses the exit-code table of help text: each code with its
+// meaning, wrapped lines joined.
+func exitCodesIn(t *testing.T, help string) map[int]string {
+	t.Helper()
+	_, section, ok := strings.Cut(help, "\nExit codes:\n")
+	if !ok {
+		t.Fatalf("no exit codes in:\n%s", help)
+	}
+	section, _, _ = strings.Cut(section, "\n\n")
+	out := map[int]string{}
+	last := -1
+	for line := range strings.SplitSeq(section, "\n") {
+		if m := regexp.MustCompile(`^  (\d+) +(.*)$`).FindStringSubmatch(line); m != nil {
+			last, _ = strconv.Atoi(m[1])
+			out[last] = m[2]
+		} else if last >= 0 {
+			out[last] += " " + strings.TrimSpace(line)
+		}
+	}
+	return out
 }
 
 func TestUsage_UnknownCommandOrFlag_Exit2WithAHint(t *testing.T) {
@@ -135,6 +172,7 @@ func TestInvalidStateName_IsAUsageError_ForEveryCommand(t *testing.T) {
 	dir := t.TempDir()
 	tg := &target{dir: dir, url: "file://" + filepath.Join(dir, "state")}
 	id, _ := tg.keygen(t, "id.txt")
+	tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 	tg.cli(t, []byte("v"), "put", "ok", "--identity", id).must(t, exitOK)
 	for _, args := range [][]string{
 		{"put", "../x"}, {"get", "../x"}, {"rm", "../x"}, {"ls", "../"},
@@ -186,6 +224,7 @@ func TestMessages_NoRepeatedPrefixes(t *testing.T) {
 	dir := t.TempDir()
 	tg := &target{dir: dir, url: "file://" + filepath.Join(dir, "state")}
 	id, _ := tg.keygen(t, "id.txt")
+	tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 	tg.cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
 	garbage := filepath.Join(dir, "garbage.txt")
 	if err := os.WriteFile(garbage, []byte("not a key\n"), 0o600); err != nil {
@@ -236,6 +275,7 @@ func TestURLSchemes_AreCaseInsensitive(t *testing.T) {
 	state := filepath.Join(dir, "state")
 	tg := &target{dir: dir}
 	id, _ := tg.keygen(t, "id.txt")
+	(&target{dir: dir, url: "FILE://" + state}).cli(t, nil, "init", "--identity", id).must(t, exitOK)
 	(&target{dir: dir, url: "FILE://" + state}).cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
 	if r := (&target{dir: dir, url: "File:state"}).cli(t, nil, "get", "x", "--identity", id).must(t, exitOK); r.stdout != "v" {
 		t.Errorf("get through File:state = %q", r.stdout)
@@ -247,6 +287,7 @@ func TestURLSchemes_AreCaseInsensitive(t *testing.T) {
 		id, _ := tg.keygen(t, "id.txt")
 		upper := *tg
 		upper.url = "S3" + strings.TrimPrefix(tg.url, "s3")
+		upper.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 		upper.cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
 		if r := tg.cli(t, nil, "get", "x", "--identity", id).must(t, exitOK); r.stdout != "v" {
 			t.Errorf("get after a put through S3:// = %q", r.stdout)
@@ -254,27 +295,32 @@ func TestURLSchemes_AreCaseInsensitive(t *testing.T) {
 	})
 }
 
-func TestReadOnlyCommands_MissingFileStore_NoStoreAtPathAndCreateNothing(t *testing.T) {
+func TestCommands_MissingFileStore_NoStoreAtPathExit6AndCreateNothing(t *testing.T) {
 	dir := t.TempDir()
 	tg := &target{dir: dir, url: "file:typo-dir"}
 	id, _ := tg.keygen(t, "id.txt")
 	abs := filepath.Join(dir, "typo-dir")
 	for _, args := range [][]string{
 		{"ls"}, {"ls", "--json"}, {"get", "x"}, {"verify"}, {"lock", "status"}, {"lock", "break", "--force"},
-		{"migrate", "status"}, {"rm", "x"}, {"rekey"},
+		{"migrate", "status"}, {"rm", "x"}, {"rekey"}, {"put", "x"}, {"doctor"},
 	} {
-		r := tg.cli(t, nil, append(args, "--identity", id)...).must(t, exitFail)
-		if !strings.Contains(r.stderr, "no state store at "+abs) {
+		want := exitNoStore
+		if args[0] == "doctor" {
+			want = exitFail // doctor reports, one line per check
+		}
+		r := tg.cli(t, []byte("v"), append(args, "--identity", id)...).must(t, want)
+		if !strings.Contains(r.stderr+r.stdout, "no state store at "+abs) {
 			t.Errorf("%v: stderr does not say there is no store at %s:\n%s", args, abs, r)
 		}
 		if _, err := os.Stat(abs); !os.IsNotExist(err) {
 			t.Fatalf("%v created %s (stat: %v)", args, abs, err)
 		}
 	}
-	// A write creates the store.
-	tg.cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
+	// init creates the store, and only init.
+	tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-		t.Fatalf("put did not create the store: %v", err)
+		t.Fatalf("init did not create the store: %v", err)
 	}
+	tg.cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
 	tg.cli(t, nil, "ls").must(t, exitOK)
 }

@@ -12,14 +12,20 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/store"
 )
 
 // TestFirstWrites_EightRacingProcesses_OneManifest starts eight puts at
 // once, as separate processes, on a store that does not exist yet; each
-// waits for the lock. They all land, in one store with one manifest.
-func TestFirstWrites_EightRacingProcesses_OneManifest(t *testing.T) {
+// TestInit_EightRacingProcesses_OneStore runs 8 `cairn-state init` at
+// once, as separate processes, where there is no store yet: exactly one
+// creates it; every other one fails, saying a store is there (exit 1), or
+// that the lock is held by the creator writing its manifest (exit 3, on
+// storage without conditional writes). Writes then land in that one store.
+func TestInit_EightRacingProcesses_OneStore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, tg *target) {
 		id, _ := tg.keygen(t, "id.txt")
 		const n = 8
@@ -29,23 +35,31 @@ func TestFirstWrites_EightRacingProcesses_OneManifest(t *testing.T) {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				cmd := exec.CommandContext(ctx, binPath, "put", fmt.Sprintf("racer/%d", i), "--identity", id, "--wait", "90s")
+				cmd := exec.CommandContext(ctx, binPath, "init", "--identity", id)
 				cmd.Env, cmd.Dir = tg.environ(), tg.dir
-				cmd.Stdin = strings.NewReader(fmt.Sprint(i))
 				out, err := cmd.CombinedOutput()
 				results[i] = result{code: cmd.ProcessState.ExitCode(), stderr: string(out)}
 				_ = err
 			})
 		}
 		wg.Wait()
+		created := 0
 		for i, r := range results {
-			if r.code != exitOK {
+			switch {
+			case r.code == exitOK && strings.Contains(r.stderr, "created store "):
+				created++
+			case r.code == exitFail && strings.Contains(r.stderr, "a store exists at this location already"),
+				r.code == exitHeld:
+			default:
 				t.Errorf("racer %d: %s", i, r)
 			}
 		}
+		if created != 1 {
+			t.Errorf("%d racers say they created the store, want 1", created)
+		}
 		manifests := 0
 		if err := tg.raw.List(t.Context(), "", func(o backend.Object) error {
-			if strings.HasSuffix(o.Key, store.Prefix+store.ManifestName) {
+			if strings.HasSuffix(o.Key, store.Prefix+storemeta.ManifestName) {
 				manifests++
 			}
 			return nil
@@ -53,10 +67,13 @@ func TestFirstWrites_EightRacingProcesses_OneManifest(t *testing.T) {
 			t.Fatal(err)
 		}
 		if manifests != 1 {
-			t.Fatalf("%d manifests after racing first writes", manifests)
+			t.Fatalf("%d manifests after racing inits", manifests)
+		}
+		for i := range n {
+			tg.cli(t, []byte(fmt.Sprint(i)), "put", fmt.Sprintf("racer/%d", i), "--identity", id).must(t, exitOK)
 		}
 		st := tg.store(t, id)
-		m, _ := st.Manifest()
+		m, _ := storeadmin.Manifest(st)
 		for i := range n {
 			name := fmt.Sprintf("racer/%d", i)
 			got, _, err := st.Get(t.Context(), name)
@@ -74,75 +91,11 @@ func TestFirstWrites_EightRacingProcesses_OneManifest(t *testing.T) {
 	})
 }
 
-// TestUpgrade_StoreWithoutManifest_GetsOneAtTheFirstWrite_RekeyBindsEverything
-// fills a store as versions before the manifest did, then uses it.
-func TestUpgrade_StoreWithoutManifest_GetsOneAtTheFirstWrite_RekeyBindsEverything(t *testing.T) {
-	eachBackend(t, func(t *testing.T, tg *target) {
-		ctx := t.Context()
-		id, _ := tg.keygen(t, "id.txt")
-		legacyEnv, err := envelope.New(mustIdentities(t, id), nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		legacy, err := store.Open(tg.raw, legacyEnv, store.Options{Root: tg.root})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range 3 {
-			if _, err := legacy.Put(ctx, fmt.Sprintf("old/%d", i), []byte("from before"), store.PutOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		stale := rawBytes(t, tg, "old/0")
-
-		// Reads work and create nothing.
-		if r := tg.cli(t, nil, "get", "old/1", "--identity", id).must(t, exitOK); r.stdout != "from before" {
-			t.Errorf("get before the upgrade = %q", r.stdout)
-		}
-		v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", id, "--json").must(t, exitFail))
-		if v.Store != nil || len(v.Findings) != 3 || len(v.Failed) != 0 {
-			t.Errorf("verify before the upgrade = %+v, want no manifest and 3 legacy objects", v)
-		}
-		if _, _, err := tg.raw.Get(ctx, tg.key(store.ManifestName)); err == nil {
-			t.Fatal("a read-only command created the manifest")
-		}
-		// An unrelated key is not made the store's owner by a write.
-		other, _ := tg.keygen(t, "other.txt")
-		tg.cli(t, []byte("x"), "put", "new", "--identity", other).must(t, exitNotMember)
-
-		// The first write creates the manifest, in the legacy format.
-		tg.cli(t, []byte("v"), "put", "new", "--identity", id).must(t, exitOK)
-		v = decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", id, "--json").must(t, exitFail))
-		if v.Store == nil || v.Store.Format != store.FormatLegacy || len(v.Findings) != 3 {
-			t.Fatalf("verify after the upgrade = %+v, want format %d and the 3 legacy objects to re-seal", v, store.FormatLegacy)
-		}
-		for _, f := range v.Findings {
-			if !strings.HasPrefix(f.Name, "old/") || f.Reason != "legacy" {
-				t.Errorf("finding %+v", f)
-			}
-		}
-
-		// rekey rewrites them and moves the store to the bound format.
-		tg.cli(t, nil, "rekey", "--identity", id).must(t, exitOK)
-		v = decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", id, "--json").must(t, exitOK))
-		if v.Store.Format != store.FormatBound || len(v.Findings) != 0 {
-			t.Fatalf("verify after rekey = %+v", v)
-		}
-		// A legacy object put back is refused from now on.
-		if _, err := tg.raw.Put(ctx, tg.key("old/0"), stale, backend.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		r := tg.cli(t, nil, "get", "old/0", "--identity", id).must(t, exitFail)
-		if !strings.Contains(r.stderr, "legacy format") {
-			t.Errorf("a legacy object in a bound store:\n%s", r)
-		}
-	})
-}
-
 func TestRecipientsDiffer_NoteOnStderr_WritesSealToTheStoresSet(t *testing.T) {
 	tg := fsTarget(t)
 	id, _ := tg.keygen(t, "id.txt")
 	recoveryFile, recovery := tg.keygen(t, "recovery.txt")
+	tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 	tg.cli(t, []byte("v"), "put", "a", "--identity", id).must(t, exitOK)
 	r := tg.cli(t, []byte("w"), "put", "b", "--identity", id, "--recipient", recovery).must(t, exitOK)
 	if !strings.Contains(r.stderr, "differ from the store's") || !strings.Contains(r.stderr, recovery[:16]) || !strings.Contains(r.stderr, "cairn-state rekey") {
@@ -173,12 +126,13 @@ func TestVerify_RecoveryIdentity_StockAgeFailureReportedPerObject(t *testing.T) 
 	tg := fsTarget(t)
 	id, _ := tg.keygen(t, "id.txt")
 	recoveryFile, recovery := tg.keygen(t, "recovery.txt")
+	tg.cli(t, nil, "init", "--identity", id, "--recipient", recovery).must(t, exitOK)
 	tg.cli(t, []byte("fine"), "put", "good", "--identity", id, "--recipient", recovery).must(t, exitOK)
 	// A writer that left the recovery key out: sealed to the writer alone,
 	// but bound to this store.
 	st := tg.store(t, id)
-	m, _ := st.Manifest()
-	alone, err := envelope.New(mustIdentities(t, id), nil, &envelope.Options{StoreID: m.ID})
+	m, _ := storeadmin.Manifest(st)
+	alone, err := envelope.New(mustIdentities(t, id), nil, envelope.Options{StoreID: m.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,15 +21,23 @@ type keygenDoc struct {
 }
 
 // runKeygen writes a new X25519 identity in age-keygen's format to a new
-// file with mode 0600 and prints its recipient. The identity itself is never
-// printed: without -o it goes to the first --identity (or
-// CAIRN_STATE_IDENTITY) path, else to ./cairn-state-identity.txt. An
-// existing file is never overwritten.
+// file with mode 0600 and prints its recipient. Without -o it goes to the
+// first --identity (or CAIRN_STATE_IDENTITY) path, else to
+// ./cairn-state-identity.txt; an existing file is never overwritten. With
+// -o - the identity is written to stdout, as age-keygen does, and the
+// recipient to stderr: the one case where the CLI prints a secret, because
+// it was asked to.
 func runKeygen(_ context.Context, a *app, args []string) error {
 	fs := a.flags("keygen")
-	out := fs.String("o", "", "write the identity to `FILE` (default: the first --identity, else ./cairn-state-identity.txt); an existing file is never overwritten")
+	out := fs.String("o", "", "write the identity to `FILE` (default: the first --identity, else ./cairn-state-identity.txt); an existing file is never overwritten; - writes it to stdout and the recipient to stderr")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
+	}
+	if err := checkIdentityArg("-o", *out); err != nil {
+		return err
+	}
+	if *out == "-" {
+		return a.keygenToStdout()
 	}
 	path := *out
 	if path == "" && len(a.identities) > 0 {
@@ -52,6 +60,25 @@ func runKeygen(_ context.Context, a *app, args []string) error {
 	}
 	fmt.Fprintf(a.err, "wrote a new identity to %s (mode 0600); keep it secret and back it up\n", path)
 	a.printf("%s\n", recipient)
+	return nil
+}
+
+// keygenToStdout writes a new identity to stdout, as age-keygen does,
+// and its recipient to stderr.
+func (a *app) keygenToStdout() error {
+	if a.json {
+		return usagef("keygen: -o - writes the identity to stdout, where --json writes its document; give -o FILE")
+	}
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		return fmt.Errorf("keygen: %w", err)
+	}
+	recipient := id.Recipient().String()
+	// a.data: the identity is the output asked for, not to be redacted.
+	if _, err := fmt.Fprintf(a.data, "# created: %s\n# public key: %s\n%s\n", time.Now().Format(time.RFC3339), recipient, id.String()); err != nil {
+		return fmt.Errorf("keygen: writing to stdout: %w", err)
+	}
+	a.say("note", "Public key: "+recipient, "recipient", recipient)
 	return nil
 }
 

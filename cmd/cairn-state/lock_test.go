@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/internal/lockadmin"
 )
 
 func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T) {
@@ -20,7 +20,7 @@ func TestWrites_LiveForeignHolder_Exit3NamingHolder_ReadsStillWork(t *testing.T)
 		for _, args := range [][]string{
 			{"put", "obj/new", "--identity", id},
 			{"rm", "obj/000", "--identity", id},
-			{"rekey", "--identity", id},
+			{"rekey", "--restart", "--identity", id},
 		} {
 			r := tg.cli(t, []byte("v"), args...).must(t, exitHeld)
 			if !strings.Contains(r.stderr, `"pod-a"`) || !strings.Contains(r.stderr, "stale after") {
@@ -156,7 +156,7 @@ func waitStale(t *testing.T, tg *target, id string) {
 	}
 	for {
 		st := decode[lockStatusDoc](t, tg.cli(t, nil, args...).must(t, exitOK))
-		if st.Present && st.Stale && (!st.Readable || st.Liveness != string(lock.Watching)) {
+		if st.Present && st.Stale && (!st.Readable || st.Liveness != string(lockadmin.Watching)) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -174,15 +174,19 @@ func TestLockBreak_StaleUnreadableLock_RemovedAndSaidSo(t *testing.T) {
 	tg.startLegacyHolder(t, "pod-rotated", theirs, 2*time.Second).kill(t)
 	// A key that does not belong to the store breaks nothing.
 	tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", theirs, "--json").must(t, exitNotMember)
-	// Unreadable here, and judged stale by its age like any other lock.
-	waitStale(t, tg, ours)
+	// Unreadable here: old on the storage's clock, which nothing in it can
+	// confirm, so a boot would watch it for the stale window (ADR 0028)
+	// and lock break without --force, which takes only what a boot takes
+	// at once, refuses; --force alone removes it.
+	time.Sleep(3 * time.Second) // the storage's age passes the 2 s window
 	st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--stale-after", "2s", "--identity", ours, "--json").must(t, exitOK))
-	if !st.Present || st.Readable || !st.Stale {
-		t.Fatalf("stale lock sealed to other keys: %+v", st)
+	if !st.Present || st.Readable || st.Stale {
+		t.Fatalf("old lock sealed to other keys: %+v, want present, unreadable, not stale (watched)", st)
 	}
-	doc := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", ours, "--json").must(t, exitOK))
-	if !doc.Unreadable || doc.Forced {
-		t.Errorf("lock break of a stale unreadable lock = %+v", doc)
+	tg.cli(t, nil, "lock", "break", "--stale-after", "2s", "--identity", ours).must(t, exitHeld)
+	doc := decode[lockBreakDoc](t, tg.cli(t, nil, "lock", "break", "--force", "--stale-after", "2s", "--identity", ours, "--json").must(t, exitOK))
+	if !doc.Unreadable || !doc.Forced {
+		t.Errorf("lock break --force of an old unreadable lock = %+v", doc)
 	}
 	if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json").must(t, exitOK)); st.Present {
 		t.Errorf("lock still present: %+v", st)
@@ -226,7 +230,7 @@ func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t
 		// The other key does not belong to the store: exit 5, untouched.
 		for _, args := range [][]string{
 			{"put", "foo", "--identity", theirs},
-			{"rekey", "--identity", theirs},
+			{"rekey", "--restart", "--identity", theirs},
 			{"lock", "break", "--force", "--identity", theirs},
 		} {
 			r := tg.cli(t, []byte("v"), args...).must(t, exitNotMember)
@@ -243,7 +247,7 @@ func TestLiveUnreadableLock_WritesAndBreakRefused_Exit3_OnlyForceAloneBreaksIt(t
 		for _, args := range [][]string{
 			{"put", "foo", "--identity", ours},
 			{"rm", "foo", "--identity", ours},
-			{"rekey", "--identity", ours},
+			{"rekey", "--restart", "--identity", ours},
 		} {
 			r := tg.cli(t, []byte("v"), args...).must(t, exitHeld)
 			for _, want := range []string{"held by an instance whose key this process does not hold", "may belong to a live instance", "refusing to write", "hint:"} {
@@ -289,7 +293,7 @@ func TestWait_LiveHolder_PollsForDuration_ThenExit3NamingTheHolder(t *testing.T)
 		for _, args := range [][]string{
 			{"put", "obj/new", "--wait", "2s"},
 			{"rm", "obj/000", "--wait", "2s"},
-			{"rekey", "--wait", "2s", "--json"},
+			{"rekey", "--restart", "--wait", "2s", "--json"},
 		} {
 			start := time.Now()
 			r := tg.cli(t, []byte("v"), append(args, "--identity", id)...).must(t, exitHeld)
@@ -297,7 +301,7 @@ func TestWait_LiveHolder_PollsForDuration_ThenExit3NamingTheHolder(t *testing.T)
 				t.Errorf("%v gave up after %s, before its --wait", args, took)
 			}
 			for _, want := range []string{"waiting up to 2s for the lock held by \"pod-a\"", "waited 2s for the lock", `held by "pod-a"`, "hint: stop \"pod-a\""} {
-				if !strings.Contains(r.stderr, want) {
+				if !strings.Contains(r.said(), want) {
 					t.Errorf("%v: stderr lacks %q:\n%s", args, want, r)
 				}
 			}
@@ -369,17 +373,32 @@ func TestLockStatus_SIGKILLedHolderOnThisHost_ReportedDeadWithWhatTheNextBootDoe
 		id, _ := tg.keygen(t, "id.txt")
 		h := tg.startHolder(t, "pod-a", id)
 		st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", id, "--json").must(t, exitOK))
-		if st.Liveness != string(lock.Live) || !strings.Contains(st.NextBoot, "refuse") {
+		if st.Liveness != string(lockadmin.Live) || !strings.Contains(st.NextBoot, "refuse") {
 			t.Fatalf("lock status of a live holder = %+v", st)
 		}
 		h.kill(t)
 		st = decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--identity", id, "--json").must(t, exitOK))
-		if st.Liveness != string(lock.Dead) || st.Stale || !strings.Contains(st.NextBoot, "at once") || st.Holder == nil || st.Holder.InstanceID != "pod-a" {
+		if st.Liveness != string(lockadmin.Dead) || st.Stale || !strings.Contains(st.NextBoot, "at once") || st.Holder == nil || st.Holder.InstanceID != "pod-a" {
 			t.Fatalf("lock status of a SIGKILLed holder = %+v, want dead, taken over at once", st)
 		}
 		r := tg.cli(t, nil, "lock", "status", "--identity", id).must(t, exitOK)
 		if !strings.Contains(r.stdout, `held by "pod-a" (dead)`) || !strings.Contains(r.stdout, "next boot:") {
 			t.Fatalf("lock status:\n%s", r)
+		}
+	})
+}
+
+// lock break -h says what --force leaves open: the old holder writes until
+// its next heartbeat, at most until its lease ends, and where those writes
+// can land (docs/lock.md).
+func TestLockBreak_Help_SaysWhatForceLeavesOpen(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		r := tg.cli(t, nil, "lock", "break", "-h").must(t, exitOK)
+		text := strings.Join(strings.Fields(r.stdout), " ")
+		for _, want := range []string{"a boot would not take over now", "next heartbeat", "lease ends", "conditional writes none of those writes lands over the next holder's"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("lock break -h does not say %q:\n%s", want, r.stdout)
+			}
 		}
 	})
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/lock"
 )
 
@@ -12,7 +14,7 @@ type lockStatusDoc struct {
 	Readable bool `json:"readable"`
 	Stale    bool `json:"stale"`
 	// Liveness is how the lock's rules judge the holder: live, stale, dead
-	// (its process is gone from this host), unreadable, … (lock.Liveness).
+	// (its process is gone from this host), unreadable, … (lockadmin.Liveness).
 	Liveness string `json:"liveness,omitempty"`
 	// NextBoot says what an instance with another id booting now would do.
 	NextBoot string     `json:"next_boot"`
@@ -33,6 +35,9 @@ type lockStatusDoc struct {
 	// in progress, held claims no live process trusts, objects the lock
 	// did not write.
 	Contenders []contenderDoc `json:"contenders,omitempty"`
+	// Rekey is set when a rekey was interrupted: its lock may be the one
+	// shown, and the same command finishes it.
+	Rekey *interruptedDoc `json:"rekey_interrupted,omitempty"`
 }
 
 type contenderDoc struct {
@@ -58,14 +63,16 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := lock.Inspect(ctx, st, &lock.InspectOptions{StaleAfter: a.staleAfter})
+	s, err := lockadmin.Inspect(ctx, st, lockadmin.InspectOptions{StaleAfter: a.staleAfter})
 	if err != nil {
 		return fmt.Errorf("lock status: %w", err)
 	}
+	interrupted := a.interruptedRekey(ctx, st)
 	if a.json {
 		doc := lockStatusDoc{Present: s.Present, Readable: s.Readable, Stale: s.Stale, Liveness: string(s.Liveness),
 			NextBoot: s.NextBoot, Mode: string(s.Mode), Object: s.Object,
-			StaleAfterSeconds: seconds(s.StaleAfter), Version: s.Version, Unreadable: s.Unreadable, Epoch: s.Epoch}
+			StaleAfterSeconds: seconds(s.StaleAfter), Version: s.Version, Unreadable: s.Unreadable, Epoch: s.Epoch,
+			Rekey: interruptedOf(interrupted)}
 		if s.Present {
 			doc.HeartbeatAgeSeconds = seconds(s.HeartbeatAge)
 			doc.StaleInSeconds = seconds(s.StaleIn)
@@ -100,7 +107,7 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 	default:
 		r := s.Record
 		a.printf("lock: held by %q (%s)\n", r.InstanceID, s.Liveness)
-		a.printf("  host:       %s, pid %d, process started %s\n", r.Hostname, r.PID, timestamp(r.ProcessStart))
+		a.printf("  host:       %s, pid %d, process started %s\n", shown(r.Hostname), r.PID, timestamp(r.ProcessStart))
 		a.printf("  mode:       %s, epoch %d\n", s.Mode, r.Epoch)
 		a.printf("  acquired:   %s\n", timestamp(r.AcquiredAt))
 		a.printf("  heartbeat:  %s ago (%s)\n", ago(s.HeartbeatAge), timestamp(r.Heartbeat))
@@ -128,6 +135,9 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 	if s.Present {
 		a.printf("next boot:    %s\n", s.NextBoot)
 	}
+	if interrupted != nil {
+		a.printf("rekey:        %s\n", rekeyNote(interrupted))
+	}
 	return nil
 }
 
@@ -138,14 +148,15 @@ type lockBreakDoc struct {
 	Forced     bool      `json:"forced"`
 }
 
-// runLockBreak removes a stale lock, or a live one with --force and the
+// runLockBreak removes a lock that a boot would take over at once (stale on
+// two clocks, or its holder dead on this host), or a live one with --force and the
 // --holder that matches its instance id, or a live one this run cannot read
 // with --force alone (no holder can be matched). A refusal exits 3, naming
 // the holder or saying the lock could not be read.
 func runLockBreak(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("lock break")
 	holder := fs.String("holder", "", "the instance `ID` that holds the lock, as lock status shows it; with --force, a live lock is removed only if it is still this holder's")
-	force := fs.Bool("force", false, "remove a lock that is not stale: with --holder for a readable lock, alone for one this run cannot read")
+	force := fs.Bool("force", false, "remove a lock that a boot would not take over now (live, or old only on the storage's clock): with --holder for a readable lock, alone for one this run cannot read. Its holder keeps writing until its next heartbeat sees the break, at most until its lease ends (1.25 heartbeat intervals, 75s by default): on storage with conditional writes none of those writes lands over the next holder's, on Garage one can")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
 		return err
 	}
@@ -153,8 +164,20 @@ func runLockBreak(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := lock.Break(ctx, st, &lock.BreakOptions{Holder: *holder, Force: *force, StaleAfter: a.staleAfter})
-	if err != nil {
+	r, err := lockadmin.Break(ctx, st, lockadmin.BreakOptions{Holder: *holder, Force: *force, StaleAfter: a.staleAfter, Logger: a.logger})
+	var held *lock.HeldError
+	switch {
+	case err != nil && !*force && errors.As(err, &held) && held.Unreadable != "":
+		return &wordedError{msg: fmt.Sprintf("lock break: the lock is not stale (stale in %s) and cannot be read with the configured identities: --force is missing; if its holder is gone for good: cairn-state lock break --force", ago(held.StaleIn)), err: err}
+	case err != nil && !*force && errors.As(err, &held):
+		h := held.Holder
+		missing := "--force is missing"
+		if *holder == "" {
+			missing = "--force and --holder are missing"
+		}
+		return &wordedError{msg: fmt.Sprintf("lock break: the lock is live, held by %q (pid %d on %s, last heartbeat %s ago, stale in %s): %s; if its holder is gone for good: cairn-state lock break --force --holder %s",
+			h.InstanceID, h.PID, shown(h.Hostname), ago(held.HeartbeatAge), ago(held.StaleIn), missing, shellQuote(h.InstanceID)), err: err}
+	case err != nil:
 		return err // "lock: break: …"
 	}
 	if a.json {

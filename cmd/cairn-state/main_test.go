@@ -23,7 +23,10 @@ import (
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
@@ -34,14 +37,18 @@ import (
 // binPath is the cairn-state binary built once for all tests.
 var binPath string
 
+// otherBinaryEnv names a cairn-state binary to test instead of this
+// tree's (built with -tags cairntest), e.g. the baseline's.
+const otherBinaryEnv = "CAIRN_STATE_CLI_TEST_BINARY"
+
 // holderEnv makes the test binary a lock holder process instead of running
 // tests (see holdLock); holderStaleEnv, when set, is the holder's stale
 // window (a Go duration).
 const (
 	holderEnv      = "CAIRN_STATE_CLI_TEST_HOLDER"
 	holderStaleEnv = "CAIRN_STATE_CLI_TEST_HOLDER_STALE_AFTER"
-	// holderLegacyEnv makes the holder seal as versions before the
-	// store's manifest did: bound to no store, reading no manifest.
+	// holderLegacyEnv makes the holder seal bound to no store, reading no
+	// manifest: a lock the store's members cannot read.
 	holderLegacyEnv = "CAIRN_STATE_CLI_TEST_HOLDER_LEGACY"
 )
 
@@ -57,6 +64,11 @@ func TestMain(m *testing.M) {
 	binPath = filepath.Join(dir, "cairn-state")
 	// The test build: with the pause hook of testhooks_cairntest.go.
 	build := exec.Command("go", "build", "-tags", "cairntest", "-o", binPath, ".")
+	if other := os.Getenv(otherBinaryEnv); other != "" {
+		// Another build to run the tests against (an older commit's, to
+		// show what they catch): go build -tags cairntest -o B ./cmd/cairn-state.
+		binPath, build = other, exec.Command("true")
+	}
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building cairn-state: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -88,7 +100,7 @@ func holdLock(id string) int {
 			return 1
 		}
 	}
-	b, root, err := state.OpenBackend(ctx, os.Getenv(state.EnvURL), state.BackendOptions{})
+	b, root, err := setup.OpenBackend(ctx, os.Getenv(state.EnvURL), setup.BackendOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -100,14 +112,14 @@ func holdLock(id string) int {
 	}
 	var st *store.Store
 	if os.Getenv(holderLegacyEnv) != "" {
-		env, eerr := envelope.New(ids, nil, &envelope.Options{AcceptLegacy: true})
+		env, eerr := envelope.New(ids, nil, envelope.Options{})
 		if eerr == nil {
-			st, err = store.Open(b, env, store.Options{Root: root})
+			st, err = storeadmin.Open(b, env, store.Options{Root: root})
 		} else {
 			err = eerr
 		}
 	} else {
-		st, err = store.Connect(ctx, b, store.Keys{Identities: ids}, &store.ConnectOptions{Create: true, Options: store.Options{Root: root}})
+		st, err = store.Connect(ctx, b, store.Keys{Identities: ids}, store.ConnectOptions{Create: true, Options: store.Options{Root: root}})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -115,7 +127,7 @@ func holdLock(id string) int {
 	}
 	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: id, StaleAfter: staleAfter})
 	if err == nil && os.Getenv(holderLegacyEnv) == "" {
-		err = st.WithFence(l).CommitManifest(ctx)
+		err = storeadmin.CommitManifest(ctx, st.WithFence(l))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -247,7 +259,30 @@ func checkOutput(t *testing.T, args []string, r result) {
 		if _, err := dec.Token(); err != io.EOF {
 			t.Fatalf("cairn-state %s --json: more than one JSON document on stdout\n%s", strings.Join(args, " "), r)
 		}
+		// stderr carries JSON lines only.
+		for line := range strings.SplitSeq(strings.TrimSuffix(r.stderr, "\n"), "\n") {
+			if line != "" && !json.Valid([]byte(line)) {
+				t.Fatalf("cairn-state %s --json: a stderr line that is not JSON: %q\n%s", strings.Join(args, " "), line, r)
+			}
+		}
 	}
+}
+
+// said is what a run said on stderr, as text: with --json, the messages
+// of its JSON lines, one a line.
+func (r result) said() string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(strings.TrimSuffix(r.stderr, "\n"), "\n") {
+		var l struct {
+			Message string `json:"message"`
+			Msg     string `json:"msg"`
+		}
+		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &l) == nil {
+			line = l.Message + l.Msg
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 func hasFlag(args []string, flag string) bool {
@@ -312,13 +347,13 @@ func (tg *target) connect(t testing.TB, files ...string) (*store.Store, error) {
 		ids = append(ids, got...)
 	}
 	ctx := context.Background()
-	st, err := store.Connect(ctx, tg.raw, store.Keys{Identities: ids}, &store.ConnectOptions{Create: true, Options: store.Options{Root: tg.root}})
+	st, err := store.Connect(ctx, tg.raw, store.Keys{Identities: ids}, store.ConnectOptions{Create: true, Options: store.Options{Root: tg.root}})
 	if err != nil {
 		return nil, err
 	}
 	// One test process writes at a time: no lock needed to commit a new
 	// store's manifest on a backend without compare-and-swap.
-	if err := st.CommitManifest(ctx); err != nil {
+	if err := storeadmin.CommitManifest(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	return st, nil
@@ -397,9 +432,8 @@ func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfte
 	return h
 }
 
-// startLegacyHolder starts a holder that seals as a version before the
-// store's manifest would (bound to no store) with identity: its lock is
-// one the store's members cannot read.
+// startLegacyHolder starts a holder that seals bound to no store with
+// identity: its lock is one the store's members cannot read.
 func (tg *target) startLegacyHolder(t *testing.T, id, identity string, staleAfter time.Duration) *holder {
 	t.Helper()
 	return tg.startHolderWindow(t, id, identity, staleAfter, holderLegacyEnv+"=1")
@@ -407,17 +441,17 @@ func (tg *target) startLegacyHolder(t *testing.T, id, identity string, staleAfte
 
 // legacyLockHolder reads the target's lock as the legacy holder with
 // identity sees it.
-func (tg *target) legacyLockHolder(t *testing.T, identity string) lock.Status {
+func (tg *target) legacyLockHolder(t *testing.T, identity string) lockadmin.Status {
 	t.Helper()
-	env, err := envelope.New(mustIdentities(t, identity), nil, &envelope.Options{AcceptLegacy: true})
+	env, err := envelope.New(mustIdentities(t, identity), nil, envelope.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(tg.raw, env, store.Options{Root: tg.root})
+	st, err := storeadmin.Open(tg.raw, env, store.Options{Root: tg.root})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := lock.Inspect(t.Context(), st, nil)
+	s, err := lockadmin.Inspect(t.Context(), st, lockadmin.InspectOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,15 +7,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math/rand/v2"
 	"os"
-	"time"
+	"strconv"
+	"strings"
 
 	"filippo.io/age"
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/boot"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -85,17 +88,24 @@ func (a *app) checkRecoveryFlags(cmd string) error {
 	return nil
 }
 
-// loadIdentityFile loads an identity file after checking that it exists
-// and that only its owner may access it: an operator's key file readable
-// by others is refused, where an application only warns (ADR 0018).
+// loadIdentityFile loads an identity file, refusing — as a usage error —
+// one that is missing, is not a regular file, does not parse, or that
+// group or others may access: an operator's key file readable by others
+// is refused, where an application only warns (ADR 0018). The file is
+// opened once and judged as opened (setup.ReadIdentityFile).
 func loadIdentityFile(path string) ([]age.Identity, error) {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("identity file %s does not exist (create one with cairn-state keygen -o FILE)", path)
+	f, err := setup.ReadIdentityFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &usageError{msg: fmt.Sprintf("identity file %s does not exist (create one with cairn-state keygen -o FILE)", path), err: err}
+	case errors.Is(err, setup.ErrNotRegularFile), errors.Is(err, envelope.ErrInvalidIdentity):
+		return nil, &usageError{msg: err.Error(), err: err}
+	case err != nil:
+		return nil, err
+	case f.OpenToOthers():
+		return nil, usagef("identity file %s has mode %04o: a secret key must not be accessible by group or others; fix: chmod 600 %s", path, f.Mode, path)
 	}
-	if mode, open := state.IdentityFileOpenToOthers(path); open {
-		return nil, fmt.Errorf("identity file %s has mode %04o: a secret key must not be accessible by group or others; fix: chmod 600 %s", path, mode, path)
-	}
-	return envelope.LoadIdentityFile(path) // its errors name the path
+	return f.Identities, nil
 }
 
 // openBackend opens the backend named by --url and returns it with the root
@@ -104,9 +114,9 @@ func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) 
 	if a.url == "" {
 		return nil, "", usagef("no store: pass --url URL or set CAIRN_STATE_URL (file:///path or s3://bucket?endpoint=...)")
 	}
-	// A command that only looks at a store must not create one because of
-	// a typo in the URL.
-	b, root, err := state.OpenBackend(ctx, a.url, state.BackendOptions{Logger: a.logger, MustExist: !a.mayCreate, S3: s3Budget(a.timeout)})
+	// Only init creates a store: no other command makes a directory
+	// because of a typo in the URL.
+	b, root, err := setup.OpenBackend(ctx, a.url, setup.BackendOptions{Logger: a.logger, MustExist: !a.mayCreate, S3: s3Budget(a.timeout)})
 	if err != nil {
 		return nil, "", err // it names the URL, credentials hidden
 	}
@@ -117,21 +127,52 @@ func (a *app) openBackend(ctx context.Context) (backend.Backend, string, error) 
 }
 
 // openStore connects to the store with the configured keys: the store's
-// manifest is read, and the identities checked, before anything else
-// (docs/adr/0021). With needKey false a missing identity is allowed: the
-// store can then list and inspect objects but not open them. A command
-// that writes (a.write) may create the manifest. A configuration whose
+// manifest is read, and the identities (and --store-id) checked, before
+// anything else (docs/adr/0021, 0031). With needKey false a missing
+// identity is allowed: the store can then list and inspect objects but
+// not open them. Only init creates a store (a.mayCreate); everywhere else
+// a location without one fails with exit 6. A configuration whose
 // recipients differ from the store's gets a line on stderr.
 func (a *app) openStore(ctx context.Context, needKey bool) (*store.Store, error) {
 	k, err := a.loadKeys(needKey)
 	if err != nil {
 		return nil, err
 	}
-	return a.connect(ctx, k, a.write)
+	return a.connect(ctx, k)
 }
 
-func (a *app) connect(ctx context.Context, k keys, create bool) (*store.Store, error) {
+// bootOptions are the first-open protocol's options for this run.
+func (a *app) bootOptions(root string) (boot.Options, error) {
+	o := boot.Options{
+		Store:    store.Options{Root: root, Logger: a.logger, RejectRollback: a.strict, History: a.history.option()},
+		Location: setup.RedactURL(a.url),
+		Create:   a.mayCreate,
+		Lock: lock.Options{
+			InstanceID: instanceID(),
+			StaleAfter: a.staleAfter,
+			Logger:     a.logger,
+		},
+		Wait: a.wait,
+		OnWait: func(held *lock.HeldError) {
+			a.say("progress", fmt.Sprintf("waiting up to %s for the lock held by %s", a.wait, holderName(held)), "command", "wait", "wait_seconds", a.wait.Seconds())
+		},
+	}
+	if a.storeID != "" {
+		id, err := envelope.ParseStoreID(a.storeID)
+		if err != nil {
+			return o, usagef("--store-id (or %s): %v", state.EnvStoreID, err)
+		}
+		o.StoreID = id
+	}
+	return o, nil
+}
+
+func (a *app) connect(ctx context.Context, k keys) (*store.Store, error) {
 	b, root, err := a.openBackend(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o, err := a.bootOptions(root)
 	if err != nil {
 		return nil, err
 	}
@@ -139,30 +180,36 @@ func (a *app) connect(ctx context.Context, k keys, create bool) (*store.Store, e
 	if a.allowUnauth {
 		sk.Recovery = k.recovery
 	}
-	opts := &store.ConnectOptions{Create: create, Options: store.Options{Root: root, Logger: a.logger}}
-	st, err := store.Connect(ctx, b, sk, opts)
-	if errors.Is(err, store.ErrNotMember) && a.allowUnauth && !create {
+	st, err := boot.Connect(ctx, b, sk, o)
+	if errors.Is(err, store.ErrNotMember) && a.allowUnauth && !o.Create {
 		// The emergency read: no identity belongs, a recovery key may.
-		fmt.Fprintf(a.err, "cairn-state: %v\ncairn-state: reading through the recovery identities only (--allow-unauthenticated)\n", a.redact(err.Error()))
-		st, err = store.Connect(ctx, b, store.Keys{Recovery: k.recovery}, opts)
+		a.say("note", "cairn-state: "+terminalSafe(err.Error()))
+		a.say("note", "cairn-state: reading through the recovery identities only (--allow-unauthenticated)")
+		sk = store.Keys{Recovery: k.recovery}
+		st, err = boot.Connect(ctx, b, sk, o)
 	}
 	if err != nil {
 		return nil, err
 	}
+	a.keys, a.boot = sk, o
 	a.noteRecipientDiff(st)
 	return st, nil
 }
 
 // noteRecipientDiff says on stderr how the configured recipients differ
-// from the store's, once per run, and what reconciles them.
+// from the store's, once per run, and what reconciles them: only when
+// some configured recipient is not one of the store's. Configured
+// recipients that are a subset of the store's (the store also seals to a
+// recovery key the operator does not carry) are no difference worth a
+// word: every object is still sealed to them.
 func (a *app) noteRecipientDiff(st *store.Store) {
-	d := st.RecipientDiff()
-	if d.Empty() || a.quietDiff {
+	d := storeadmin.RecipientDiff(st)
+	if len(d.NotSealedTo) == 0 || a.quietDiff {
 		return
 	}
-	m, _ := st.Manifest()
-	fmt.Fprintf(a.err, "cairn-state: note: the configured recipients differ from the store's (%s); objects are sealed to the store's %s. To change the store's set: cairn-state rekey --identity FILE [--recipient R]... [--old-identity FILE]\n",
-		d, plural(len(m.Recipients), "recipient"))
+	m, _ := storeadmin.Manifest(st)
+	a.say("note", fmt.Sprintf("cairn-state: note: the configured recipients differ from the store's (%s); objects are sealed to the store's %s. To change the store's set: cairn-state rekey --identity FILE [--recipient R]... [--old-identity FILE]",
+		d, plural(len(m.Recipients), "recipient")))
 	a.quietDiff = true
 }
 
@@ -175,20 +222,25 @@ func instanceID() string {
 	return "cairn-state@" + host
 }
 
-// withLock takes the instance lock on st as cairn-state@HOST for what (the
-// write, named in errors), runs fn with a view of st fenced by the lock and
-// a context cancelled if the lock is lost or ctx is done, and releases the
-// lock. A live holder makes it fail with the lock's *HeldError (exit code
-// 3): a foreign instance, another cairn-state process on this host (the
-// same instance id: a duplicate), or a lock this run cannot read that is
-// not yet stale.
+// withLock takes the instance lock of st — a store openStore returned —
+// as cairn-state@HOST for what (the write, named in errors), through the
+// first-open protocol that state.Open uses too (internal/boot), runs fn
+// with a view of the store fenced by the lock and a context cancelled if
+// the lock is lost or ctx is done, and releases the lock. A live holder
+// makes it fail with the lock's *HeldError (exit code 3): a foreign
+// instance, another cairn-state process on this host (the same instance
+// id: a duplicate), or a lock this run cannot read that is not yet stale;
+// with --wait, once it has waited that long.
 func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn func(ctx context.Context, fenced *store.Store, l *lock.Lock) error) (err error) {
-	l, st, err := a.lockStore(ctx, st)
+	// Taking, holding, releasing: a signal waits for the release.
+	busy.Add(1)
+	defer busy.Add(-1)
+	st, l, err := boot.Lock(ctx, st, a.keys, a.boot)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", what, a.refused(err))
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), boot.ReleaseTimeout)
 		defer cancel()
 		if rerr := l.Release(rctx); rerr != nil && err == nil {
 			err = fmt.Errorf("after the write: %w", rerr) // "lock: release: …"
@@ -201,100 +253,35 @@ func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn fun
 	stop := context.AfterFunc(l.Context(), cancel)
 	defer stop()
 	err = fn(wctx, st.WithFence(l), l)
-	if err != nil && l.Err() != nil {
+	if lerr := l.Err(); err != nil && lerr != nil && !errors.Is(err, lock.ErrLost) {
 		// The lock was lost while we worked: say so rather than only the
-		// cancelled operation.
-		err = fmt.Errorf("%w (%v)", err, l.Err())
+		// cancelled operation (exit code 4).
+		err = fmt.Errorf("%w (%w)", err, lerr)
 	}
 	return err
 }
 
-// lockStore takes the lock on st and, for a new store on a backend without
-// compare-and-swap, writes its manifest under it. When another process
-// created the store meanwhile, it lets the lock go, connects again and
-// starts over (at most a few times). It returns the lock and the store it
-// holds it on.
-func (a *app) lockStore(ctx context.Context, st *store.Store) (*lock.Lock, *store.Store, error) {
-	for attempt := 1; ; attempt++ {
-		l, err := a.acquire(ctx, st)
-		if err != nil {
-			if !st.ManifestWritten() && attempt < 3 {
-				// The lock's objects may be another new store's: look again.
-				if again, cerr := a.openStore(ctx, true); cerr == nil && again.ManifestWritten() {
-					st = again
-					continue
-				}
-			}
-			return nil, nil, err
-		}
-		err = st.WithFence(l).CommitManifest(ctx)
-		if err == nil {
-			return l, st, nil
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		_ = l.Release(rctx)
-		cancel()
-		if !errors.Is(err, store.ErrManifestChanged) || attempt >= 3 {
-			return nil, nil, err
-		}
-		if st, err = a.openStore(ctx, true); err != nil {
-			return nil, nil, err
-		}
+// acquire takes the lock of st as cairn-state@HOST, in the store's lock
+// mode, waiting under --wait (rekey's Acquire).
+func (a *app) acquire(ctx context.Context, st *store.Store) (*lock.Lock, error) {
+	l, err := boot.Acquire(ctx, st, a.boot)
+	if err != nil {
+		return nil, a.refused(err)
 	}
+	return l, nil
 }
 
-// Polling for a held lock under --wait: the first look comes after
-// waitPollMin, each next one up to 1.5× later, at most waitPollMax apart,
-// each jittered by ±50% so that waiters do not poll in step.
-const (
-	waitPollMin = 500 * time.Millisecond
-	waitPollMax = 5 * time.Second
-)
-
-// acquire takes the lock as cairn-state@HOST. A live holder — a foreign
-// instance, another cairn-state process on this host (the same instance
-// id: a duplicate), a lock this run cannot read — makes it fail with the
-// lock's *HeldError at once, or, with --wait, after polling for up to that
-// long. The CLI polls itself, from half a second on, rather than through
-// lock.Options.WaitForStale, whose looks follow the holder's heartbeat
-// (every 5 s at most): a --wait of a few seconds still sees a release
-// within a second (ADR 0011).
-func (a *app) acquire(ctx context.Context, st *store.Store) (*lock.Lock, error) {
-	deadline := time.Now().Add(a.wait)
-	poll := waitPollMin
-	for said := false; ; said = true {
-		l, err := lock.Acquire(ctx, st, lock.Options{
-			InstanceID: instanceID(),
-			StaleAfter: a.staleAfter,
-			Logger:     a.logger,
-		})
-		if err == nil {
-			return l, nil
-		}
-		var held *lock.HeldError
-		if !errors.As(err, &held) {
-			return nil, err
-		}
-		if a.wait == 0 {
-			return nil, fmt.Errorf("%s: %w", refusingToWrite, err)
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, fmt.Errorf("waited %s for the lock; %s: %w", a.wait, refusingToWrite, err)
-		}
-		if !said {
-			fmt.Fprintf(a.err, "waiting up to %s for the lock held by %s\n", a.wait, holderName(held))
-		}
-		d := min(time.Duration(float64(poll)*(0.5+rand.Float64())), left)
-		poll = min(poll*3/2, waitPollMax)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("interrupted while waiting for the lock held by %s: %w", holderName(held), ctx.Err())
-		case <-t.C:
-		}
+// refused says that a write was refused because of a live holder.
+func (a *app) refused(err error) error {
+	var held *lock.HeldError
+	if !errors.As(err, &held) {
+		return err
 	}
+	var waited *boot.WaitedError
+	if errors.As(err, &waited) {
+		return fmt.Errorf("waited %s for the lock; %s: %w", waited.Wait, refusingToWrite, held)
+	}
+	return fmt.Errorf("%s: %w", refusingToWrite, err)
 }
 
 // holderName names the holder of a refused lock for messages.
@@ -307,3 +294,40 @@ func holderName(held *lock.HeldError) string {
 
 // refusingToWrite is what a refused CLI write says before the holder.
 const refusingToWrite = "refusing to write"
+
+// heldHint says what to do about a refused lock, read from the situation:
+// who holds it, from where, and whether it can be read at all.
+func heldHint(held *lock.HeldError) string {
+	h := held.Holder
+	switch {
+	case held.Unreadable != "":
+		return fmt.Sprintf("it may belong to a live instance whose key is not configured here: pass the identity the lock is sealed to (--identity FILE) to see who holds it, or wait until it is stale (in %s); if its holder is gone for good: cairn-state lock break --force (no --holder: it cannot be read)",
+			ago(held.StaleIn))
+	case held.Duplicate && h.Hostname == hostname():
+		return fmt.Sprintf("another cairn-state process on this host (pid %d) is writing; let it finish, or wait for it with --wait DURATION", h.PID)
+	case held.Duplicate:
+		return fmt.Sprintf("a cairn-state process on another machine (pid %d on %s) holds it under the same instance id %s: the two machines share the host name %q; let it finish, or wait for it with --wait DURATION",
+			h.PID, shown(h.Hostname), shown(h.InstanceID), hostname())
+	}
+	return fmt.Sprintf("stop %s first, or wait until its lock is stale (in %s); if it is gone for good: cairn-state lock break --force --holder %s",
+		strconv.Quote(h.InstanceID), ago(held.StaleIn), shellQuote(h.InstanceID))
+}
+
+// hostname is this machine's host name, as the lock records it.
+func hostname() string {
+	host, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return host
+}
+
+// shellQuote quotes s for a command line the operator may paste.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./-_", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

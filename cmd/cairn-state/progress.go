@@ -2,23 +2,27 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
 
 // progressBar shows the progress of a long command on stderr: a bar redrawn
 // in place on a terminal, plain lines (at every tenth and at most every few
-// seconds) otherwise, so that logs of a non-interactive run stay readable.
+// seconds) otherwise, so that logs of a non-interactive run stay readable;
+// with --json, those lines as JSON objects ({"type": "progress", …}).
 type progressBar struct {
-	a      *app
-	label  string
-	total  int
-	n      int
-	start  time.Time
-	last   time.Time // last draw
-	lastPc int       // last tenth printed, plain mode
-	lastN  int       // count last printed, plain mode
-	drawn  bool
+	a       *app
+	label   string
+	command string // for --json: the command ("rekey")
+	step    string // its step, when it has several ("checking"); "" for the main one
+	total   int
+	n       int
+	start   time.Time
+	last    time.Time // last draw
+	lastPc  int       // last tenth printed, plain mode
+	lastN   int       // count last printed, plain mode
+	drawn   bool
 }
 
 const (
@@ -27,8 +31,12 @@ const (
 	lineEvery   = 5 * time.Second
 )
 
-func newProgressBar(a *app, label string, total int) *progressBar {
-	p := &progressBar{a: a, label: label, total: total, start: time.Now(), lastPc: -1, lastN: -1}
+func newProgressBar(a *app, command, step string, total int) *progressBar {
+	label := command
+	if step != "" {
+		label += " (" + step + ")"
+	}
+	p := &progressBar{a: a, label: label, command: command, step: step, total: total, start: time.Now(), lastPc: -1, lastN: -1}
 	p.draw(true)
 	return p
 }
@@ -43,14 +51,14 @@ func (p *progressBar) set(n int) {
 // last is the count reached) and ends the bar's line.
 func (p *progressBar) done() {
 	p.draw(true)
-	if p.a.interactive && p.drawn {
+	if p.a.interactive && !p.a.json && p.drawn {
 		fmt.Fprintln(p.a.err)
 	}
 }
 
 func (p *progressBar) draw(force bool) {
 	now := time.Now()
-	if p.a.interactive {
+	if p.a.interactive && !p.a.json {
 		if !force && now.Sub(p.last) < redrawEvery {
 			return
 		}
@@ -75,5 +83,6 @@ func (p *progressBar) draw(force bool) {
 		return
 	}
 	p.last, p.lastPc, p.lastN = now, tenth, p.n
-	fmt.Fprintf(p.a.err, "%s: %d/%d objects\n", p.label, p.n, p.total)
+	p.a.say("progress", fmt.Sprintf("%s: %d/%d objects", p.label, p.n, p.total),
+		"command", p.command, "step", p.step, "done", p.n, "total", p.total, "seconds", math.Round(now.Sub(p.start).Seconds()*10)/10)
 }

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"filippo.io/age"
 
+	"github.com/cairnhq/state/internal/rekey"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
-	"github.com/cairnhq/state/rekey"
 	"github.com/cairnhq/state/store"
 )
 
@@ -18,20 +20,27 @@ import (
 const progressName = rekey.ProgressName
 
 type rekeyDoc struct {
-	Total      int      `json:"total"`
-	Resealed   int      `json:"resealed"`
-	Skipped    int      `json:"skipped"` // already re-sealed by an interrupted run
-	Resumed    bool     `json:"resumed"`
-	Recipients int      `json:"recipients"`
-	Seconds    float64  `json:"seconds"`
-	Lock       lockDoc  `json:"lock"`
-	Store      storeDoc `json:"store"`
+	// NothingToChange: the store and every object were already sealed to
+	// the set; nothing was written (Resealed 0).
+	NothingToChange bool     `json:"nothing_to_change"`
+	Total           int      `json:"total"`
+	Resealed        int      `json:"resealed"`
+	Skipped         int      `json:"skipped"`    // already re-sealed by an interrupted run
+	UpToDate        int      `json:"up_to_date"` // found sealed to the set already, left as they were
+	Resumed         bool     `json:"resumed"`
+	Recipients      int      `json:"recipients"`
+	Seconds         float64  `json:"seconds"`
+	Lock            *lockDoc `json:"lock,omitempty"` // none when nothing was changed
+	Store           storeDoc `json:"store"`
 	// Unauthenticated names the objects re-sealed after opening through a
 	// recovery identity (--allow-unauthenticated).
 	Unauthenticated []string `json:"unauthenticated,omitempty"`
 	// ReservedLeft names the reserved objects no identity authenticates:
 	// never opened through a recovery identity, so left as they are.
 	ReservedLeft []string `json:"reserved_left,omitempty"`
+	// Reauthenticated names the objects only a retired key (--old-identity)
+	// authenticated, now authenticated under the new set.
+	Reauthenticated []string `json:"reauthenticated,omitempty"`
 }
 
 // rekeyPlanDoc is what `rekey --allow-unauthenticated` without --yes
@@ -46,14 +55,14 @@ type rekeyPlanDoc struct {
 // storeDoc describes a store's manifest in JSON output.
 type storeDoc struct {
 	ID         string    `json:"id"`
-	Format     int       `json:"format"`
 	Generation uint64    `json:"generation"`
+	LockMode   string    `json:"lock_mode"`
 	Recipients []string  `json:"recipients"`
 	Created    time.Time `json:"created"`
 }
 
-func storeOf(m store.Manifest) storeDoc {
-	return storeDoc{ID: m.ID.String(), Format: m.Format, Generation: m.Generation, Recipients: m.Recipients, Created: m.Created}
+func storeOf(m storemeta.Manifest) storeDoc {
+	return storeDoc{ID: m.ID.String(), Generation: m.Generation, LockMode: m.LockMode, Recipients: m.Recipients, Created: m.Created}
 }
 
 // runRekey moves the store to the current recipient set — the recipients
@@ -70,7 +79,7 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("rekey")
 	var old listFlag
 	fs.Var(&old, "old-identity", "an identity `FILE` to open objects with but not seal to (the key being retired); repeatable")
-	restart := fs.Bool("restart", false, "ignore the progress of an interrupted run and re-seal everything")
+	restart := fs.Bool("restart", false, "ignore the progress of an interrupted run and re-seal every object, also those already sealed to the new set")
 	a.recoveryFlags(fs, true)
 	yes := fs.Bool("yes", false, "with --allow-unauthenticated: re-seal what it lists (without --yes it only lists the objects it would re-seal as authentic)")
 	a.waitFlag(fs)
@@ -80,7 +89,7 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	if err := a.checkRecoveryFlags("rekey"); err != nil {
 		return err
 	}
-	a.write, a.quietDiff = true, true // the command's own recipients are the new set
+	a.quietDiff = true // the command's own recipients are the new set
 	k, err := a.loadKeys(true)
 	if err != nil {
 		return err
@@ -103,7 +112,12 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := &rekey.Options{
+	if a.boot, err = a.bootOptions(root); err != nil {
+		return err
+	}
+	opts := rekey.Options{
+		StoreID:       a.boot.StoreID,
+		Location:      a.boot.Location,
 		Identities:    k.identities,
 		Recipients:    k.recipients,
 		OldIdentities: oldIDs,
@@ -126,25 +140,39 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	}
 
 	var bar *progressBar
+	checking := false
 	pause, checkpointEvery, err := testRekeyPause(a)
 	if err != nil {
 		return err
 	}
 	opts.CheckpointEvery = checkpointEvery
+	opts.ResumeCommand = resumeCommand(a, old)
 	opts.Progress = func(p rekey.Progress) {
 		if p.Resumed != nil {
-			fmt.Fprintf(a.err, "rekey: resuming the run started %s by %s (%d of %d objects done)\n",
-				timestamp(p.Resumed.StartedAt), p.Resumed.InstanceID, p.Resumed.Done, p.Resumed.Total)
+			a.say("note", fmt.Sprintf("rekey: resuming the run started %s by %s (%d of %d objects done)",
+				timestamp(p.Resumed.StartedAt), shown(p.Resumed.InstanceID), p.Resumed.Done, p.Resumed.Total),
+				"resumed_done", p.Resumed.Done, "resumed_total", p.Resumed.Total)
+		}
+		if bar != nil && checking != p.Checking {
+			bar.done() // the look is over: the re-sealing pass starts
+			bar = nil
 		}
 		if bar == nil {
-			bar = newProgressBar(a, "rekey", p.Total)
+			step := "" // re-sealing
+			if p.Checking {
+				step = "checking"
+			}
+			bar, checking = newProgressBar(a, "rekey", step, p.Total), p.Checking
 		}
 		bar.set(p.Done)
-		if pause != nil {
+		if pause != nil && !p.Checking {
 			pause(ctx, p.Resealed)
 		}
 	}
+	// Taking and holding the lock: a signal waits for its release.
+	busy.Add(1)
 	res, err := rekey.Run(ctx, b, opts)
+	busy.Add(-1)
 	if bar != nil {
 		bar.done()
 	}
@@ -154,18 +182,26 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 			// progress record is saved.
 			msg := "rekey: interrupted before it listed the objects; nothing was re-sealed. Run the same command again"
 			if res.Listed {
-				msg = fmt.Sprintf("rekey: interrupted after re-sealing %d of %d objects; run the same command again to resume where it stopped", res.Done, res.Total)
+				msg = fmt.Sprintf("rekey interrupted at %d of %d: resume with `%s`", res.Done, res.Total, opts.ResumeCommand)
 			}
 			return &wordedError{msg: msg, err: err}
 		}
 		return rekeyErr(err)
 	}
-	doc := rekeyDoc{Total: res.Total, Resealed: res.Resealed, Skipped: res.Skipped, Resumed: res.Resumed,
+	if res.NothingToChange {
+		return a.rekeyNothingToChange(res)
+	}
+	doc := rekeyDoc{Total: res.Total, Resealed: res.Resealed, Skipped: res.Skipped, UpToDate: res.UpToDate, Resumed: res.Resumed,
 		Recipients: len(res.Manifest.Recipients), Seconds: res.Elapsed.Seconds(),
-		Lock:  lockDoc{InstanceID: res.Lock.InstanceID, Epoch: res.Lock.Epoch, Mode: string(res.Lock.Mode)},
-		Store: storeOf(res.Manifest), Unauthenticated: res.Unauthenticated, ReservedLeft: res.ReservedLeft}
+		Lock:  &lockDoc{InstanceID: res.Lock.InstanceID, Epoch: res.Lock.Epoch, Mode: string(res.Lock.Mode)},
+		Store: storeOf(res.Manifest), Unauthenticated: res.Unauthenticated, ReservedLeft: res.ReservedLeft,
+		Reauthenticated: res.Reauthenticated}
+	if len(res.Reauthenticated) > 0 {
+		a.say("note", fmt.Sprintf("rekey: note: %s were authenticated only by a retired key and are authenticated by the new set from now on: a rotation does not undo a forgery made with a leaked key; if that key leaked, compare them with a recovery export from before the leak and restore what differs (docs/security.md)",
+			plural(len(res.Reauthenticated), "object")))
+	}
 	for _, name := range res.ReservedLeft {
-		fmt.Fprintf(a.err, "rekey: left %s as it was: no identity authenticates it, and reserved objects never open through a recovery identity; restore it from a backup, or remove it from the bucket (the migration log: migrations then run again)\n", name)
+		a.say("note", fmt.Sprintf("rekey: left %s as it was: no identity authenticates it, and reserved objects never open through a recovery identity; restore it from a backup, or remove it from the bucket (the migration log: migrations then run again)", shown(name)))
 	}
 	if a.json {
 		a.emit(doc)
@@ -175,9 +211,12 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 	if doc.Resumed {
 		how = fmt.Sprintf(" (resumed: %d already done by the interrupted run)", doc.Skipped)
 	}
+	if doc.UpToDate > 0 {
+		how += fmt.Sprintf(" (%d already sealed to them)", doc.UpToDate)
+	}
 	gen := ""
 	if res.PreviousGeneration != 0 && res.PreviousGeneration != res.Manifest.Generation {
-		gen = fmt.Sprintf("; key generation %d → %d", res.PreviousGeneration, res.Manifest.Generation)
+		gen = fmt.Sprintf("; manifest generation %d → %d", res.PreviousGeneration, res.Manifest.Generation)
 	}
 	a.printf("rekey: re-sealed %d of %d objects to %s in %s%s (store %s%s)\n",
 		doc.Resealed, doc.Total, plural(doc.Recipients, "recipient"), res.Elapsed.Round(time.Millisecond), how, res.Manifest.ID, gen)
@@ -186,6 +225,49 @@ func runRekey(ctx context.Context, a *app, args []string) error {
 			plural(len(res.Unauthenticated), "object"), strings.Join(res.Unauthenticated, ", "))
 	}
 	return nil
+}
+
+// rekeyNothingToChange reports a rekey that found nothing to re-seal.
+func (a *app) rekeyNothingToChange(res rekey.Result) error {
+	if a.json {
+		a.emit(rekeyDoc{NothingToChange: true, Total: res.Total, UpToDate: res.UpToDate,
+			Recipients: len(res.Manifest.Recipients), Seconds: res.Elapsed.Seconds(), Store: storeOf(res.Manifest)})
+		return nil
+	}
+	a.printf("rekey: nothing to change: the store (%s) and its %s are already sealed to its %s; nothing was re-sealed (checked in %s; --restart re-seals every object anyway)\n",
+		res.Manifest.ID, plural(res.Total, "object"), plural(len(res.Manifest.Recipients), "recipient"), res.Elapsed.Round(time.Millisecond))
+	return nil
+}
+
+// resumeCommand is the command line that resumes this rekey if it is
+// interrupted, recorded in its progress record for verify, get, doctor
+// and lock status to show: the key files (absolute: it may be run from
+// elsewhere) and the public recipients. Never a secret, nor the URL (its
+// credentials): it runs against the same store.
+func resumeCommand(a *app, old []string) string {
+	words := []string{"cairn-state", "rekey"}
+	file := func(flag, path string) {
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		words = append(words, flag, shellQuote(path))
+	}
+	for _, p := range a.identities {
+		file("--identity", p)
+	}
+	for _, p := range old {
+		file("--old-identity", p)
+	}
+	for _, r := range a.recipients {
+		words = append(words, "--recipient", shellQuote(r))
+	}
+	for _, p := range a.recoveryFiles {
+		file("--recovery-identity", p)
+	}
+	if a.allowUnauth {
+		words = append(words, "--allow-unauthenticated", "--yes")
+	}
+	return strings.Join(words, " ")
 }
 
 // rekeyPlan reports what `rekey --allow-unauthenticated` would re-seal,

@@ -1,10 +1,19 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"filippo.io/age"
+
+	"github.com/cairnhq/state/store"
 )
 
 // secretOf returns the AGE-SECRET-KEY-1… line of an identity file.
@@ -156,6 +165,7 @@ func TestIdentityFile_AccessibleByOthers_RefusedNamingFileModeAndFix(t *testing.
 	tg := &target{dir: dir, url: "file://" + filepath.Join(dir, "state")}
 	id, _ := tg.keygen(t, "id.txt")
 	old, _ := tg.keygen(t, "old.txt")
+	tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 	tg.cli(t, []byte("v"), "put", "x", "--identity", id).must(t, exitOK)
 	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660} {
 		for _, c := range []struct {
@@ -169,7 +179,7 @@ func TestIdentityFile_AccessibleByOthers_RefusedNamingFileModeAndFix(t *testing.
 			if err := os.Chmod(c.file, mode); err != nil {
 				t.Fatal(err)
 			}
-			r := tg.cli(t, []byte("v"), c.args...).must(t, exitFail)
+			r := tg.cli(t, []byte("v"), c.args...).must(t, exitUsage)
 			for _, want := range []string{c.file, "mode " + fmtMode(mode), "chmod 600 " + c.file} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("%04o %v: stderr lacks %q:\n%s", mode, c.args, want, r)
@@ -195,4 +205,120 @@ func fmtMode(m os.FileMode) string {
 	const digits = "01234567"
 	p := uint32(m.Perm())
 	return string([]byte{'0', digits[p>>6&7], digits[p>>3&7], digits[p&7]})
+}
+
+// batterySecret is one secret of a kind, and the strings that must never
+// be printed, in any form (as given, quoted, percent-encoded, in JSON).
+type batterySecret struct {
+	kind  string
+	value string
+	cores []string
+}
+
+func batterySecrets(t *testing.T) []batterySecret {
+	t.Helper()
+	x, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq, err := age.GenerateHybridIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshKey, err := os.ReadFile("../../internal/envelope/testdata/keys/ssh_ed25519")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshLines := strings.Split(string(sshKey), "\n")
+	const plugin = "AGE-PLUGIN-YUBIKEY-1QQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQGPQYQSZQ"
+	const pass = "release-response-bright-wrist-olive-fever-thumb-glow-myth-copy"
+	return []batterySecret{
+		{"age X25519", x.String(), []string{x.String()[16:40]}},
+		{"age post-quantum", pq.String(), []string{pq.String()[19:43]}},
+		{"age plugin", plugin, []string{plugin[20:44]}},
+		{"SSH private key", string(sshKey), []string{sshLines[1][:40], sshLines[2][:30]}},
+		{"OpenSSH body alone", sshLines[1] + "\n" + sshLines[2], []string{sshLines[1][20:50], sshLines[2][:30]}},
+		{"age passphrase", pass, []string{"bright-wrist-olive"}},
+		{"URL password with a quote", `s3://AKIDUSER1:p4ss'w0rd"x@bucket/root?endpoint=http://127.0.0.1:1`, []string{`p4ss'w0rd"x`, "AKIDUSER1"}},
+		{"URL password with spaces", "s3://AKIDUSER2:pa ss w0rd@bucket?endpoint=http://127.0.0.1:1", []string{"pa ss w0rd", "AKIDUSER2"}},
+		{"endpoint password with a quote", `s3://bucket?endpoint=http://AKIDUSER3:s3cr'et%20pw@127.0.0.1:1`, []string{"s3cr'et", "AKIDUSER3"}},
+	}
+}
+
+// forms are the ways a core may appear in output.
+func forms(core string) []string {
+	q := strconv.Quote(core)
+	j, _ := json.Marshal(core)
+	return []string{core, q[1 : len(q)-1], string(j[1 : len(j)-1]), url.QueryEscape(core), url.PathEscape(core), strings.ToLower(core)}
+}
+
+// TestSecrets_Battery_EveryKindInEveryFlagAndArgument_NeverPrinted gives
+// a secret of every kind in every flag, argument, name and environment
+// variable, with and without --json and --verbose, and checks stdout,
+// stderr and the JSON document: no form of it is printed.
+func TestSecrets_Battery_EveryKindInEveryFlagAndArgument_NeverPrinted(t *testing.T) {
+	tg := fsTarget(t)
+	id, _ := tg.keygen(t, "id.txt")
+	seed(t, tg, 1, id)
+	for _, s := range batterySecrets(t) {
+		v := s.value
+		places := map[string]struct {
+			args []string
+			env  []string
+		}{
+			"--url":                  {[]string{"ls", "--url", v}, nil},
+			"--identity":             {[]string{"get", "obj/000", "--identity", v}, nil},
+			"--recipient":            {[]string{"put", "obj/x", "--identity", id, "--recipient", v}, nil},
+			"--stale-after":          {[]string{"lock", "status", "--stale-after", v}, nil},
+			"--timeout":              {[]string{"ls", "--timeout", v}, nil},
+			"--wait":                 {[]string{"put", "obj/x", "--identity", id, "--wait", v}, nil},
+			"--if-version":           {[]string{"put", "obj/000", "--identity", id, "--if-version", v}, nil},
+			"--old-identity":         {[]string{"rekey", "--identity", id, "--old-identity", v}, nil},
+			"--recovery-identity":    {[]string{"verify", "--identity", id, "--recovery-identity", v}, nil},
+			"--holder":               {[]string{"lock", "break", "--identity", id, "--holder", v}, nil},
+			"keygen -o":              {[]string{"keygen", "-o", v}, nil},
+			"an unknown flag":        {[]string{"ls", "--" + v}, nil},
+			"an unknown value":       {[]string{"ls", "--all=" + v}, nil},
+			"a command":              {[]string{v}, nil},
+			"a subcommand":           {[]string{"lock", v}, nil},
+			"help's command":         {[]string{"help", v}, nil},
+			"get's name":             {[]string{"get", v, "--identity", id}, nil},
+			"put's name":             {[]string{"put", v, "--identity", id}, nil},
+			"put's name in a dir":    {[]string{"put", "app/" + v, "--identity", id}, nil},
+			"put's file":             {[]string{"put", "obj/x", v, "--identity", id}, nil},
+			"rm's name":              {[]string{"rm", v, "--identity", id}, nil},
+			"ls's prefix":            {[]string{"ls", v + "/"}, nil},
+			"CAIRN_STATE_URL":        {[]string{"ls"}, []string{"CAIRN_STATE_URL=" + v}},
+			"CAIRN_STATE_IDENTITY":   {[]string{"get", "obj/000"}, []string{"CAIRN_STATE_IDENTITY=" + v}},
+			"CAIRN_STATE_RECIPIENTS": {[]string{"put", "obj/x", "--identity", id}, []string{"CAIRN_STATE_RECIPIENTS=" + v}},
+		}
+		for place, c := range places {
+			for _, extra := range [][]string{nil, {"--json"}, {"--verbose"}, {"--json", "--verbose"}} {
+				args := append(slices.Clone(c.args), extra...)
+				r := tg.cliEnv(t, []byte("value"), c.env, args...)
+				out := r.stdout + r.stderr
+				if strings.HasPrefix(place, "put") && r.code == exitOK {
+					t.Errorf("%s as %s: the put succeeded", s.kind, place)
+				}
+				var doc any
+				if hasFlag(args, "--json") && json.Unmarshal([]byte(r.stdout), &doc) == nil {
+					out += fmt.Sprint(doc) // the document's strings, unescaped
+				}
+				for _, core := range s.cores {
+					for _, f := range forms(core) {
+						if strings.Contains(out, f) || strings.Contains(strings.ToLower(out), strings.ToLower(f)) && len(f) > 12 {
+							t.Errorf("%s as %s %v: printed %q:\n%s", s.kind, place, extra, f, r)
+						}
+					}
+				}
+			}
+		}
+	}
+	// Nothing of it was stored either: the only objects are the seeded one
+	// and the store's own.
+	for key := range rawSnapshot(t, tg) {
+		if strings.Contains(key, "obj/x") || !strings.HasPrefix(key, store.Prefix) {
+			t.Errorf("a refused command wrote %s", key)
+		}
+	}
 }

@@ -32,7 +32,7 @@ func testRekeyPause(a *app) (func(ctx context.Context, resealed int), int, error
 			return
 		}
 		paused = true
-		fmt.Fprintf(a.err, "rekey: paused after %d objects (%s)\n", after, rekeyPauseEnv)
+		a.say("note", fmt.Sprintf("rekey: paused after %d objects (%s)", after, rekeyPauseEnv))
 		<-ctx.Done()
 	}, 1, nil
 }

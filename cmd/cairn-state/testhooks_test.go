@@ -47,7 +47,7 @@ func TestShippedBinary_HasNoTestHooks(t *testing.T) {
 	tg := fsTarget(t)
 	id, _ := tg.keygen(t, "id.txt")
 	seed(t, tg, 3, id)
-	cmd := exec.CommandContext(t.Context(), shipped, "rekey", "--identity", id)
+	cmd := exec.CommandContext(t.Context(), shipped, "rekey", "--restart", "--identity", id)
 	cmd.Env, cmd.Dir = tg.environ(pauseEnv+"=1"), tg.dir
 	out, err := cmd.CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte("re-sealed 3 of 3 objects")) || bytes.Contains(out, []byte("paused")) {

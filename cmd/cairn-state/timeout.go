@@ -22,7 +22,7 @@ const minTimeout = time.Second
 // a tenth of it to spare for the process itself (ADR 0025).
 const operationShare = 0.45
 
-// s3Budget returns the state.BackendOptions.S3 hook that derives, from a
+// s3Budget returns the setup.BackendOptions.S3 hook that derives, from a
 // command's budget, each S3 timeout the URL leaves unset: the connect and
 // response timeouts (per attempt) and the backoff between attempts, so
 // that an operation against an endpoint that accepts and never answers,

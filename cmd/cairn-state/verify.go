@@ -7,7 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/cairnhq/state/envelope"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -27,11 +28,11 @@ const (
 	reasonUnreadable      = "unreadable"
 )
 
-// More reasons: an object bound to another store, a legacy one the store
-// no longer accepts.
+// More reasons: an object bound to another store, one sealed under a newer
+// manifest generation than the store's (its manifest was rolled back).
 const (
 	reasonForeignStore = "another store"
-	reasonLegacy       = "legacy format"
+	reasonRolledBack   = "manifest rolled back"
 )
 
 // reason classifies why an object did not open. The most specific cause is
@@ -40,11 +41,11 @@ func reason(err error) string {
 	switch {
 	case errors.Is(err, envelope.ErrForeignStore):
 		return reasonForeignStore
-	case errors.Is(err, envelope.ErrLegacyFormat):
-		return reasonLegacy
+	case errors.Is(err, store.ErrRolledBack):
+		return reasonRolledBack
 	case errors.Is(err, envelope.ErrNameMismatch):
 		return reasonNameMismatch
-	case errors.Is(err, envelope.ErrNoIdentity):
+	case errors.Is(err, envelope.ErrNoMatchingIdentity):
 		return reasonWrongKey
 	case errors.Is(err, envelope.ErrTruncated):
 		return reasonTruncated
@@ -63,29 +64,43 @@ func reason(err error) string {
 	}
 }
 
-// Findings: objects that open but need a rekey.
-const (
-	findingLegacy     = "legacy: bound to no store (format v1, or sealed before the store had a manifest)"
-	findingOutsideSet = "sealed to recipients other than the store's"
-)
+// findingOutsideSet: an object that opens but needs a rekey.
+const findingOutsideSet = "sealed to recipients other than the store's"
 
 type verifyDoc struct {
 	OK      bool `json:"ok"`
 	Checked int  `json:"checked"`
-	// Store is the store's manifest; nil for a store that has none yet.
+	// Store is the store's manifest.
 	Store  *storeDoc    `json:"store"`
 	Failed []failureDoc `json:"failed"`
 	// Findings are objects that open but that a rekey should rewrite.
 	Findings []failureDoc `json:"findings"`
 	// Recovery is the stock-age check with --recovery-identity.
 	Recovery *recoveryDoc `json:"recovery,omitempty"`
+	// Pending are the objects an interrupted rekey has not re-sealed yet:
+	// they open only with the old keys, which is no failure (Rekey says
+	// how to finish).
+	Pending []string        `json:"pending"`
+	Rekey   *interruptedDoc `json:"rekey_interrupted,omitempty"`
 }
 
 type failureDoc struct {
 	Name   string `json:"name"`
 	Reason string `json:"reason"`
 	Error  string `json:"error"`
+	// PutBack names the versions of a put-back object.
+	PutBack *putBackDoc `json:"put_back,omitempty"`
 }
+
+// putBackDoc is a put-back object's versions in verify --json.
+type putBackDoc struct {
+	Current string `json:"current"`
+	Newer   string `json:"newer"`
+	Deleted bool   `json:"deleted"`
+}
+
+// reasonPutBack: an object older than a version its history keeps.
+const reasonPutBack = "put back"
 
 type recoveryDoc struct {
 	Checked   int          `json:"checked"`
@@ -95,10 +110,10 @@ type recoveryDoc struct {
 
 // runVerify opens every object, the reserved ones (the manifest, the
 // lock's, the migration log) included, and reports each one that does not
-// open and why — another store's, a legacy one the store no longer
-// accepts, a wrong key, tampering —, and the ones that open but need a
-// rekey: legacy objects, objects sealed to recipients outside the store's
-// set. With --recovery-identity FILE it also reads every object whole with
+// open and why — another store's, one sealed under a newer generation of
+// the manifest than the store's (the manifest was rolled back: both
+// generations named), a wrong key, tampering —, and the ones that open
+// but need a rekey: objects sealed to recipients outside the store's set. With --recovery-identity FILE it also reads every object whole with
 // the stock age parser and that key, reporting each one it cannot: the
 // proof that the recovery promise holds. It exits 1 if anything was
 // reported. Objects that vanish between the listing and the read (the
@@ -114,26 +129,36 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := a.connect(ctx, keys{identities: k.identities, recipients: k.recipients}, false)
+	st, err := a.connect(ctx, keys{identities: k.identities, recipients: k.recipients})
 	if err != nil {
 		return err
 	}
-	doc := verifyDoc{Failed: []failureDoc{}, Findings: []failureDoc{}}
-	m, hasManifest := st.Manifest()
-	if hasManifest {
-		sd := storeOf(m)
-		doc.Store = &sd
+	doc := verifyDoc{Failed: []failureDoc{}, Findings: []failureDoc{}, Pending: []string{}}
+	m, _ := storeadmin.Manifest(st)
+	interrupted := a.interruptedRekey(ctx, st)
+	doc.Rekey = interruptedOf(interrupted)
+	// pending: an object the interrupted rekey had not reached, still
+	// sealed to the old set (it does not open with the new keys alone, or
+	// opens outside the store's set with the old ones given too).
+	pending := func(c store.Check) bool {
+		return interrupted != nil && interrupted.Pending(c.Name) &&
+			(c.Err != nil && reason(c.Err) == reasonWrongKey || c.Err == nil && c.OutsideSet)
 	}
+	sd := storeOf(m)
+	doc.Store = &sd
 	if len(k.recovery) > 0 {
 		doc.Recovery = &recoveryDoc{Failed: []failureDoc{}}
 	}
-	err = st.Verify(ctx, &store.VerifyOptions{Recovery: k.recovery}, func(c store.Check) error {
+	err = st.Verify(ctx, store.VerifyOptions{Recovery: k.recovery}, func(c store.Check) error {
 		doc.Checked++
 		switch {
+		case pending(c):
+			doc.Pending = append(doc.Pending, c.Name)
 		case c.Err != nil:
 			doc.Failed = append(doc.Failed, failureDoc{Name: c.Name, Reason: reason(c.Err), Error: c.Err.Error()})
-		case c.Legacy:
-			doc.Findings = append(doc.Findings, failureDoc{Name: c.Name, Reason: "legacy", Error: findingLegacy})
+		case c.PutBack != nil:
+			doc.Failed = append(doc.Failed, failureDoc{Name: c.Name, Reason: reasonPutBack, Error: c.PutBack.Error(),
+				PutBack: &putBackDoc{Current: c.PutBack.Current.String(), Newer: c.PutBack.Newer.String(), Deleted: c.PutBack.Deleted}})
 		case c.OutsideSet:
 			doc.Findings = append(doc.Findings, failureDoc{Name: c.Name, Reason: "outside the store's recipients", Error: findingOutsideSet})
 		}
@@ -147,44 +172,48 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 		}
 		return nil
 	})
+
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
 	byName := func(x, y failureDoc) int { return strings.Compare(x.Name, y.Name) }
 	slices.SortFunc(doc.Failed, byName)
 	slices.SortFunc(doc.Findings, byName)
+	slices.Sort(doc.Pending)
 	if doc.Recovery != nil {
 		slices.SortFunc(doc.Recovery.Failed, byName)
 	}
 	recoveryFailed := doc.Recovery != nil && len(doc.Recovery.Failed) > 0
-	doc.OK = len(doc.Failed) == 0 && len(doc.Findings) == 0 && !recoveryFailed
+	doc.OK = len(doc.Failed) == 0 && len(doc.Findings) == 0 && len(doc.Pending) == 0 && interrupted == nil && !recoveryFailed
 	if a.json {
 		a.emit(doc)
 	} else {
-		if hasManifest {
-			a.printf("store %s: format %d, key generation %d, %s, created %s\n", m.ID, m.Format, m.Generation, plural(len(m.Recipients), "recipient"), timestamp(m.Created))
-		} else {
-			a.printf("store: no manifest yet (.cairn-state/.store; the next write creates it)\n")
-		}
+		a.printf("store %s: generation %d, lock mode %s, %s, created %s\n", m.ID, m.Generation, m.LockMode, plural(len(m.Recipients), "recipient"), timestamp(m.Created))
 		for _, f := range doc.Failed {
-			a.printf("FAIL %s: %s (%s)\n", f.Name, f.Reason, f.Error)
+			a.printf("FAIL %s: %s (%s)\n", shown(f.Name), f.Reason, terminalSafe(f.Error))
 		}
 		for _, f := range doc.Findings {
-			a.printf("REKEY %s: %s\n", f.Name, f.Error)
+			a.printf("REKEY %s: %s\n", shown(f.Name), f.Error)
 		}
 		if doc.Recovery != nil {
 			for _, f := range doc.Recovery.Failed {
-				a.printf("NOT RECOVERABLE %s: %s (%s)\n", f.Name, f.Reason, f.Error)
+				a.printf("NOT RECOVERABLE %s: %s (%s)\n", shown(f.Name), f.Reason, terminalSafe(f.Error))
 			}
 		}
-		a.printf("verified %s: %d ok, %d failed, %d to re-seal (cairn-state rekey)\n", plural(doc.Checked, "object"),
-			doc.Checked-len(doc.Failed)-len(doc.Findings), len(doc.Failed), len(doc.Findings))
+		if interrupted != nil {
+			a.printf("%s; %s pending (not re-sealed yet: not failures)\n", rekeyNote(interrupted), plural(len(doc.Pending), "object"))
+		}
+		a.printf("verified %s: %d ok, %d failed, %d to re-seal (cairn-state rekey), %d pending\n", plural(doc.Checked, "object"),
+			doc.Checked-len(doc.Failed)-len(doc.Findings)-len(doc.Pending), len(doc.Failed), len(doc.Findings), len(doc.Pending))
 		if doc.Recovery != nil {
 			a.printf("recovery key: stock age read %d of %d objects whole\n", doc.Recovery.Recovered, doc.Recovery.Checked)
 		}
 	}
 	if !doc.OK {
 		msg := fmt.Sprintf("verify: %d of %d objects failed", len(doc.Failed), doc.Checked)
+		if interrupted != nil {
+			msg += fmt.Sprintf(", %d pending: %s", len(doc.Pending), rekeyNote(interrupted))
+		}
 		if len(doc.Findings) > 0 {
 			msg += fmt.Sprintf(", %d need a rekey", len(doc.Findings))
 		}

@@ -41,7 +41,7 @@ func run() error {
 
 	cfg := state.ConfigFromEnv() // CAIRN_STATE_URL, CAIRN_STATE_IDENTITY, CAIRN_STATE_RECIPIENTS
 	cfg.Migrations = []migrate.Migration{
-		migrate.ImportDir("/var/lib/app", "legacy/"), // the old on-disk state, imported once
+		migrate.ImportDirIfPresent("/var/lib/app", "legacy/"), // the old on-disk state, if any, imported once
 		{ID: "0002-settings", Description: "default settings", Up: seedSettings},
 	}
 	inst, err := state.Open(ctx, cfg) // backend → envelope → store → lock → migrations

@@ -5,12 +5,12 @@
 //	ready: instance=ID epoch=N boots=K
 //
 // and serves until SIGTERM or SIGINT, when it releases the lock, prints
-// "shutdown complete" and exits 0.
+// "shutdown complete" and exits 143 or 130, as cairn-state does.
 //
 // Usage:
 //
 //	go run ./examples/instance [--url URL] [--identity FILE] [--instance-id ID]
-//	    [--heartbeat D] [--stale-after D] [--metrics-addr HOST:PORT]
+//	    [--store-id ID] [--heartbeat D] [--stale-after D] [--metrics-addr HOST:PORT]
 //
 // Without --url (or CAIRN_STATE_URL) the state lives in ./.cairn-demo/state;
 // without --identity (or CAIRN_STATE_IDENTITY) a demo identity is created
@@ -26,14 +26,22 @@
 // ./.cairn-demo/legacy (if present) under "legacy/", never deleting it;
 // 0002 seeds default settings.
 //
-// Exit codes: 0 after a graceful shutdown; 1 on any other failure; 2 on a
-// usage error; 3 when a live foreign instance holds the lock (the refusal,
-// naming the holder, goes to stderr); 4 when the lock is lost while serving
+// Exit codes, cairn-state's (cairn-state help): 143 (SIGTERM) or 130
+// (SIGINT) after a graceful shutdown, the lock released — also when the
+// signal comes during the boot; 1 on any other failure; 2 on a usage error;
+// 3 when a live foreign instance holds the lock (the refusal, naming the
+// holder, goes to stderr, with a hint that reads the situation when the
+// holder uses this instance's own id); 4 when the lock is lost while serving
 // (another instance took over after this one stopped heartbeating): it
 // stops writing at once, names the new holder when known and leaves that
 // holder's lock alone; 5 when its identity does not belong to the store
-// (it cannot open .cairn-state/.store, e.g. a key retired by a rekey): it
-// says so, naming the store, and touches nothing — not even the lock.
+// (it cannot open .cairn-state/.store, e.g. a key retired by a rekey), or
+// the store is not the one --store-id (or CAIRN_STATE_STORE_ID) pins: it
+// says so, naming the store, and touches nothing — not even the lock; 6
+// when a pinned store is not there at all (nothing is created).
+//
+// Its first run creates the store and logs its id at warning level, with
+// how to pin it.
 //
 // The binary its tests build (go build -tags cairntest) can stop half-way
 // through a migration so that a test can kill it there
@@ -51,18 +59,20 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"filippo.io/age"
 
 	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
 )
 
-// Exit codes.
+// Exit codes, cairn-state's; a signal's is 128 + its number.
 const (
 	exitOK        = 0
 	exitFailure   = 1
@@ -70,6 +80,7 @@ const (
 	exitHeld      = 3
 	exitLockLost  = 4
 	exitNotMember = 5
+	exitNoStore   = 6
 )
 
 const (
@@ -90,6 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	url := fl.String("url", "", "backend URL (default $"+state.EnvURL+", else "+demoState+")")
 	identity := fl.String("identity", "", "age identity file (default $"+state.EnvIdentity+", else "+demoIdentity+", created on first run)")
 	fl.StringVar(&cfg.InstanceID, "instance-id", "", "instance id in the lock (default: host name)")
+	fl.StringVar(&cfg.StoreID, "store-id", cfg.StoreID, "pin the store: refuse (exit 5) a store with another id, and create none (exit 6) (default $"+state.EnvStoreID+")")
 	fl.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 0, "lock heartbeat interval (default 60s)")
 	fl.DurationVar(&cfg.StaleAfter, "stale-after", 0, "age after which a lock is stale and taken over (default 5m)")
 	metricsAddr := fl.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (default: none)")
@@ -137,16 +149,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.MeterProvider = ms.provider
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
+	// The first SIGTERM or SIGINT ends the boot or the serving; the ones
+	// after it are caught and dropped until exit: `timeout`, shells and
+	// init systems often deliver SIGTERM twice (to the process and to its
+	// group), and dying on the second one would skip the release. Close
+	// is bounded by its own timeout instead.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got atomic.Int32 // the signal received, 0 before
+	go func() {
+		select {
+		case s := <-sigs:
+			got.Store(int32(s.(syscall.Signal)))
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	signalled := func() int { return 128 + int(got.Load()) }
 
 	inst, err := state.Open(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "instance: %v\n", err)
+		var held *lock.HeldError
 		switch {
-		case errors.Is(err, store.ErrNotMember):
+		case got.Load() != 0:
+			return signalled()
+		case errors.Is(err, store.ErrNotMember), errors.Is(err, store.ErrWrongStore):
 			return exitNotMember
-		case errors.Is(err, lock.ErrHeld):
+		case errors.Is(err, store.ErrNoStore), errors.Is(err, state.ErrNoStore):
+			return exitNoStore
+		case errors.As(err, &held):
+			if held.Duplicate {
+				fmt.Fprintf(stderr, "instance: hint: %s\n", duplicateHint(held, cfg.InstanceID != ""))
+			}
 			return exitHeld
 		}
 		return exitFailure
@@ -165,12 +203,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	select {
 	case <-ctx.Done():
-		// Keep catching signals until Close returns, then ignore them until
-		// exit: `timeout`, shells and init systems often deliver SIGTERM
-		// twice (to the process and to its group), and dying on the second
-		// one would skip the release or the exit code. Close is bounded by
-		// its own timeout instead.
-		defer signal.Ignore(syscall.SIGTERM, os.Interrupt)
 		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := inst.Close(closeCtx); err != nil {
@@ -181,10 +213,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		fmt.Fprintln(stdout, "shutdown complete")
-		return exitOK
+		return signalled()
 	case <-inst.Lost():
 		return lockLost(inst, cfg.StaleAfter, stderr)
 	}
+}
+
+// duplicateHint says what to do when the lock is held under this
+// instance's own id, from where the holder runs and whether the id was
+// chosen: a second copy on this host, or two machines sharing a host name.
+func duplicateHint(held *lock.HeldError, idGiven bool) string {
+	h := held.Holder
+	host, _ := os.Hostname()
+	switch {
+	case h.Hostname == host && idGiven:
+		return fmt.Sprintf("process %d on this host already runs with --instance-id %q: stop it first, or give this one another id", h.PID, h.InstanceID)
+	case h.Hostname == host:
+		return fmt.Sprintf("this instance already runs on this host (pid %d): stop it before starting it again", h.PID)
+	case idGiven:
+		return fmt.Sprintf("host %s runs an instance with the same --instance-id %q: give each machine its own", h.Hostname, h.InstanceID)
+	}
+	return fmt.Sprintf("host %s runs an instance with the same id %q: the id defaults to the host name, and the two machines share it (compose hostname:, cloned VMs, host networking); give each its own --instance-id (state.Config.InstanceID)", h.Hostname, h.InstanceID)
 }
 
 // lockLost reports a lost lock, naming the new holder when it can be read,
@@ -197,7 +246,7 @@ func lockLost(inst *state.Instance, staleAfter time.Duration, stderr io.Writer) 
 	var le *lock.LostError
 	if !errors.As(lostErr, &le) || le.Holder == nil {
 		// The heartbeat did not see who took over; look.
-		if s, err := lock.Inspect(ctx, inst.Store(), &lock.InspectOptions{StaleAfter: staleAfter}); err == nil && s.Present && s.Readable {
+		if s, err := lockadmin.Inspect(ctx, inst.Store(), lockadmin.InspectOptions{StaleAfter: staleAfter}); err == nil && s.Present && s.Readable {
 			msg += fmt.Sprintf("; now held by %q (pid %d on %s)", s.Record.InstanceID, s.Record.PID, s.Record.Hostname)
 		}
 	}
@@ -208,7 +257,8 @@ func lockLost(inst *state.Instance, staleAfter time.Duration, stderr io.Writer) 
 
 // migrations are the example application's migrations.
 func migrations(stderr io.Writer) []migrate.Migration {
-	imp := migrate.ImportDir(legacyDir, "legacy/")
+	// A demo may never have had legacy state: the import is optional.
+	imp := migrate.ImportDirIfPresent(legacyDir, "legacy/")
 	imp.ID = "0001-import-legacy-state"
 	return []migrate.Migration{
 		imp,

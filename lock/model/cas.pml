@@ -71,6 +71,10 @@
  *                       id confirms the lease from the first heartbeat
  *                       since the last confirmed one. Violates (a).
  *   -DNO_REOPEN_CHECK   without rule 2. Violates (b).
+ *   -DSUSPEND_AT_SEND   the heartbeat decides "suspended" before its PUT,
+ *                       as lock.go did before ADR 0027 (finding 6): a
+ *                       lease that runs out while the PUT is in flight is
+ *                       confirmed without rule 2. Violates (b).
  * -DCANARY is not a variant: it asserts that no second acquisition's fence
  * ever opens, so that its failure shows the good model is not vacuous.
  */
@@ -295,6 +299,9 @@ inline judge() {
 proctype P(byte me) {
 	byte myacq, myws, myep, e, att, hb, ans;
 	bool ok;
+#ifdef SUSPEND_AT_SEND
+	bool wassusp;
+#endif
 #ifdef OURS_CONFIRMS
 	byte hbfirst, seq;
 #endif
@@ -385,6 +392,13 @@ hold:
 			/* heartbeat: PUT .lock if-version */
 			hb < MAXHB ->
 			hb++;
+#ifdef SUSPEND_AT_SEND
+			/* decided before the PUT, as lock.go did: the lease may run
+			 * out between here and the answer */
+			wassusp = !(E[me] < conf[me])
+		}
+		atomic {
+#endif
 			gt++; sent[me] = gt;
 #ifdef OURS_CONFIRMS
 			if
@@ -398,13 +412,26 @@ hold:
 			:: ans == A_OK ->
 				ans = 0; myws = sent[me];
 				if
+#ifdef SUSPEND_AT_SEND
+				:: !wassusp ->
+					/* "not suspended" as decided at the send: confirmed,
+					 * and a fence that closed meanwhile reopens unchecked */
+					conf[me] = sent[me];
+					if
+					:: !open[me] && conf[me] > E[me] -> open_fence()
+					:: else
+					fi;
+					goto hold
+#else
 				:: E[me] < conf[me] ->
-					/* not suspended: confirmed, the fence stays open */
+					/* not suspended at the answer: confirmed, the fence
+					 * stays open */
 					conf[me] = sent[me];
 #ifdef OURS_CONFIRMS
 					hbfirst = 0; seq = 0;
 #endif
 					goto hold
+#endif
 				:: else -> goto reopen
 				fi
 			:: else -> ans = 0

@@ -11,6 +11,11 @@
 //     by one (intent slot, then held slot, attempt by attempt, markers
 //     last), a GET of each held claim seen, the intent deadline, the
 //     heartbeat (PUT our held claim, then LIST), cleanup, release.
+//   - time.pml models the lock in explicit time (ADR 0029): storage nodes
+//     whose clocks step to any offset, a judge's wall clock within the
+//     tolerance of ADR 0028, fenced data writes delivered late, release
+//     with writes in flight, break with and without force, and two claims
+//     acquirers' intents, in three scenarios (SCEN 0, 1, 2).
 //
 // Each file's header comment describes its model in full; this comment
 // says what is common, what the bounds are and what is left out.
@@ -166,6 +171,16 @@
 //	Claims/TwoProcessesRetriesOtherID  2         A B    2        1          0        2.8 M
 //	Claims/ThreeProcesses              3         A A B  1        1          0       19.0 M
 //
+// and in explicit time (time.pml; ticks to TMAX, clock steps):
+//
+//	run                       scenario             TMAX steps states
+//	Time/Judge                0 holder and judge   14   1     3.1 M
+//	Time/JudgeBreak           0, with a break      14   1     1.3 M
+//	Time/Intents              1 two acquirers      8    1     2.0 M
+//	Time/Writes               2 fenced writes      14   0     30 k
+//	Time/WritesNoConditions   2, no conditions     14   0     18 k
+//	Time/WritesForcedBreak    2, a forced break    14   0     99 k
+//
 // (attempts per process, heartbeats per hold, faults in all; the +1 is one
 // out-of-band delete of a stale lock without a marker; Claims/TwoProcesses
 // Faults/GoneIntentLost is the first claims run with the other fix of
@@ -183,13 +198,38 @@
 // order is fixed: attempt by attempt, P0 before P1 before P2); more than one
 // late write per process at a time.
 //
+// # In explicit time (time.pml)
+//
+// The abstract models take storage ages as truthful: a judge acts only
+// once the writer's lease ran out. time.pml drops that: a tick is every
+// process's monotonic clock, storage ages come from two nodes whose offsets
+// step to anything in -S..S (S above every window), and the judge's wall
+// clock is within the tolerance of ADR 0028. Its properties: (a) never two
+// fences; (b) a data write of the old epoch never lands after one of the
+// new; (c) a takeover only once the holder counts itself lost (another id)
+// or its fence closed (our id), which the claims heartbeat's reopening
+// rests on. The findings of issue 23 are its known-bad variants (the test
+// names them Finding1 … Finding6): -DNO_DRAIN with -DNOCOND (release
+// without draining, on storage without conditions), -DBLIND_DATA
+// (unconditional fenced writes delivered late), -DINTENT_STORAGE_AGE
+// (SCEN 1: an intent judged on the storage clock alone),
+// -DOTHER_ID_MISSED_HB (another id after a heartbeat and a half of
+// watching), -DBREAK_WATCHING (a break without force of a watched lock),
+// and cas.pml's -DSUSPEND_AT_SEND (the heartbeat decided "suspended" before
+// its PUT), plus -DSTORAGE_AGE_ONLY. Durations are ticks: H 4, lease 5,
+// W 9, the long lease 7, the same-id watch 6, the intent window 4 and its
+// deadline 3; the runs stop time at TMAX (14; 8 for intents) and allow one
+// clock step. Not covered there: liveness (the takeover bound); the
+// judgement and the data writes in one run (SCEN 2 takes the earliest
+// takeover SCEN 0 allows); more than one data write per holder.
+//
 // # Not modelled
 //
 // Safety only: no liveness (back-off, starvation, a zombie claim blocking
-// for W). No fenced data writes (the store's deadline at the lease end):
-// the fence is a flag. No storage-clock anomalies beyond what the abstract
-// judgement covers (rule 1's watch on the judge's own clock bounds them).
-// No lock break, no claims-mode release LIST, no instances of the two modes
+// for W). In cas.pml and claims.pml: no fenced data writes (time.pml has
+// them): the fence is a flag; no storage-clock anomalies beyond what the
+// abstract judgement covers (time.pml has them).
+// No lock break (time.pml has it), no claims-mode release LIST, no instances of the two modes
 // on one store, no deletion of lower markers, no legacy .lock-epoch, no
 // epoch overflow. In claims.pml an acquirer does not clean up its own
 // earlier attempts' zombie claims, and it cleans up dead intents only when
@@ -209,7 +249,10 @@
 // spin -t -DNPROC=2 … -DOURS_CONFIRMS cas.pml (lines starting "MSC:" tell
 // the story). Larger bounds (-DNPROC=3 -DMAXATT=2 -DMAXHB=2 -DMAXFAULT=3)
 // do not fit in memory exhaustively; a bitstate run (gcc -DBITSTATE, ./pan
-// -w33) explores part of them. The test: CAIRN_REQUIRE_SERVERS=1 go test
+// -w33) explores part of them. The test caches each compiled verifier by
+// the hash of its sources, flags and gcc version in the user's cache
+// directory (cairn-state/pan; ADR 0059), so that only the searches run
+// again; CAIRN_MODEL_NOCACHE=1 compiles every time. The test: CAIRN_REQUIRE_SERVERS=1 go test
 // -count=1 -v ./lock/model/ (without spin or gcc it skips, unless
 // CAIRN_REQUIRE_SERVERS=1, where it fails; make test installs spin).
 package model

@@ -14,6 +14,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
+	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 )
 
@@ -102,7 +103,7 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	if n < 1 {
 		t.Fatalf("garage.StartCluster: %d nodes", n)
 	}
-	bin, err := testutil.FindBinary("GARAGE_BIN", "garage", testutil.CachePath("garage-"+Version+"/bin/garage"))
+	bin, err := testserver.FindBinary("GARAGE_BIN", "garage", testserver.CachePath("garage-"+Version+"/bin/garage"))
 	if err != nil {
 		t.Fatalf("garage: %v", err)
 	}
@@ -132,7 +133,7 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 		node.starts++
 		logPath := filepath.Join(node.Dir, fmt.Sprintf("garage-%d.log", node.starts))
 		node.mu.Unlock()
-		p, err := testutil.StartProcess(t, fmt.Sprintf("garage node %d", node.Index+1), logPath, bin, "-c", node.ConfigPath, "server")
+		p, err := testserver.StartProcess(t, fmt.Sprintf("garage node %d", node.Index+1), logPath, bin, "-c", node.ConfigPath, "server")
 		if err != nil {
 			return err
 		}
@@ -154,8 +155,8 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	for i, node := range c.Nodes {
 		wg.Go(func() {
 			for attempt := 1; ; attempt++ {
-				rpc := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
-				s3 := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+				rpc := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
+				s3 := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
 				cfg := config(filepath.Join(node.Dir, "meta"), filepath.Join(node.Dir, "data"), rpc, rpc, s3, secret, min(3, n), opts)
 				if err := os.WriteFile(node.ConfigPath, []byte(cfg), 0o600); err != nil {
 					errs[i] = err
@@ -168,7 +169,7 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 				}
 				tail := node.logTail()
 				node.kill()
-				if attempt == 3 || !testutil.PortInUse(tail) {
+				if attempt == 3 || !testserver.PortInUse(tail) {
 					errs[i] = fmt.Errorf("garage node %d: %w", i+1, err)
 					return
 				}
@@ -190,7 +191,9 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 // bringUp connects the started nodes, applies the layout, imports the key
 // and waits until the cluster is ready.
 func (c *Cluster) bringUp() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Minutes, not seconds: four clusters starting at once beside other
+	// test runs on two cores took over two minutes to agree on a layout.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	addrs := make([]string, len(c.Nodes))
 	for i, node := range c.Nodes {
@@ -224,7 +227,7 @@ func (c *Cluster) bringUp() error {
 			return err
 		}
 	}
-	if _, err := first.cli(ctx, "layout", "apply", "--version", "1"); err != nil {
+	if _, err := retryTransient(ctx, first.cli, "layout", "apply", "--version", "1"); err != nil {
 		return err
 	}
 	c.AccessKey, c.SecretKey = "GK"+randomHex(12), randomHex(32)
@@ -232,7 +235,7 @@ func (c *Cluster) bringUp() error {
 		{"key", "import", "--yes", "-n", "cairn-test", c.AccessKey, c.SecretKey},
 		{"key", "allow", "--create-bucket", c.AccessKey},
 	} {
-		if _, err := first.cli(ctx, args...); err != nil {
+		if _, err := retryTransient(ctx, first.cli, args...); err != nil {
 			return err
 		}
 	}
@@ -257,7 +260,7 @@ func (c *Cluster) bringUp() error {
 // is running as healthy with its role, the layout applied, and answers S3
 // requests signed with the cluster's key.
 func (n *Node) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	var last error
 	for {
 		last = n.ready(ctx)
@@ -499,7 +502,7 @@ func (n *Node) logTail() string {
 }
 
 // processControl is a node server run as a local process.
-type processControl struct{ p *testutil.Process }
+type processControl struct{ p *testserver.Process }
 
 func (c processControl) kill() error { c.p.Kill(); return nil }
 

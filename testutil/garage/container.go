@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 )
 
@@ -33,7 +34,7 @@ func dockerAnswers() bool {
 func startContainer(t testing.TB) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	s3Port := testutil.FreePort(t)
+	s3Port := testserver.FreePort(t)
 	cfgPath := filepath.Join(dir, "garage.toml")
 	cfg := config("/var/lib/garage/meta", "/var/lib/garage/data", "127.0.0.1:3901", "127.0.0.1:3901", "0.0.0.0:3900", randomHex(32), 1, ClusterOptions{})
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
@@ -44,7 +45,7 @@ func startContainer(t testing.TB) *Server {
 	defer cancel()
 	if _, err := run(ctx, "docker", "run", "-d", "--rm", "--name", name,
 		"-p", "127.0.0.1:"+strconv.Itoa(s3Port)+":3900",
-		"-v", cfgPath+":/etc/garage.toml:ro", Image); err != nil {
+		"-v", cfgPath+":/etc/garage.toml:ro", image); err != nil {
 		t.Fatalf("garage container: %v", err)
 	}
 	t.Cleanup(func() {
@@ -121,7 +122,7 @@ func startContainerCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		port := testutil.FreePort(t)
+		port := testserver.FreePort(t)
 		cfgPath := filepath.Join(dir, "garage.toml")
 		// No rpc_public_addr: the address is the container's on the
 		// network, known once it runs; nodes connect by it below.
@@ -135,7 +136,7 @@ func startContainerCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 			return run(ctx, "docker", append([]string{"exec", name, "/garage"}, args...)...)
 		}
 		if _, err := run(ctx, "docker", "run", "-d", "--name", name, "--network", network,
-			"-p", "127.0.0.1:"+strconv.Itoa(port)+":3900", "-v", cfgPath+":/etc/garage.toml:ro", Image); err != nil {
+			"-p", "127.0.0.1:"+strconv.Itoa(port)+":3900", "-v", cfgPath+":/etc/garage.toml:ro", image); err != nil {
 			t.Fatalf("garage cluster: %v", err)
 		}
 		out, err := run(ctx, "docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name)

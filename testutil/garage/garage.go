@@ -44,6 +44,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 )
 
@@ -51,9 +52,9 @@ import (
 // by scripts/install-garage.sh and the container image's tag).
 const Version = "2.5.0"
 
-// Image is the container image used when no binary is found and a Docker
+// image is the container image used when no binary is found and a Docker
 // engine answers.
-const Image = "dxflrs/garage:v" + Version
+const image = "dxflrs/garage:v" + Version
 
 // Region is the s3_region of the test cluster; requests must be signed for
 // it.
@@ -62,7 +63,7 @@ const Region = "garage"
 // HowTo says how to get Garage; it is the skip message's advice.
 const HowTo = "run `bash scripts/install-garage.sh` (make test does; a cargo build of garage " + Version +
 	" from crates.io, cached in $HOME/.cache/cairn-state), or set GARAGE_BIN to a garage " + Version +
-	" binary, or start a Docker engine so the " + Image + " image can be used"
+	" binary, or start a Docker engine so the " + image + " image can be used"
 
 // Server is a Garage node started for one test. Its S3Server fields and
 // methods give the endpoint, credentials, fresh buckets, backends and URLs.
@@ -82,7 +83,7 @@ type Server struct {
 // its own node.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := testutil.FindBinary("GARAGE_BIN", "garage", testutil.CachePath("garage-"+Version+"/bin/garage"))
+	bin, err := testserver.FindBinary("GARAGE_BIN", "garage", testserver.CachePath("garage-"+Version+"/bin/garage"))
 	if err != nil {
 		t.Fatalf("garage: %v", err)
 	}
@@ -92,20 +93,14 @@ func Start(t testing.TB) *Server {
 		}
 		testutil.RequireServer(t, "garage", HowTo)
 	}
-	var lastErr error
-	for attempt := 1; attempt <= 3; attempt++ {
-		s, p, err := startProcess(t, bin, attempt)
-		if err == nil {
-			return s
-		}
-		lastErr = err
-		if p == nil || !testutil.PortInUse(p.LogTail(40)) {
-			break
-		}
-		p.Stop()
+	var s *Server
+	if err := testserver.Retry(func(attempt int) (p *testserver.Process, err error) {
+		s, p, err = startProcess(t, bin, attempt)
+		return p, err
+	}); err != nil {
+		t.Fatalf("starting garage (%s): %v", bin, err)
 	}
-	t.Fatalf("starting garage (%s): %v", bin, lastErr)
-	return nil
+	return s
 }
 
 // config is a throwaway node's configuration (Garage v2 syntax). The nodes
@@ -136,16 +131,16 @@ api_bind_addr = %q
 `, metaDir, dataDir, replication, rpcBind, rpcSecret, extra.String(), Region, s3Addr)
 }
 
-func startProcess(t testing.TB, bin string, attempt int) (*Server, *testutil.Process, error) {
+func startProcess(t testing.TB, bin string, attempt int) (*Server, *testserver.Process, error) {
 	dir := t.TempDir()
-	s3Addr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
-	rpcAddr := "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	s3Addr := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
+	rpcAddr := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
 	cfgPath := filepath.Join(dir, "garage.toml")
 	cfg := config(filepath.Join(dir, "meta"), filepath.Join(dir, "data"), rpcAddr, rpcAddr, s3Addr, randomHex(32), 1, ClusterOptions{})
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, nil, err
 	}
-	p, err := testutil.StartProcess(t, "garage", filepath.Join(dir, fmt.Sprintf("garage-%d.log", attempt)), bin, "-c", cfgPath, "server")
+	p, err := testserver.StartProcess(t, "garage", filepath.Join(dir, fmt.Sprintf("garage-%d.log", attempt)), bin, "-c", cfgPath, "server")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,7 +163,7 @@ func startProcess(t testing.TB, bin string, attempt int) (*Server, *testutil.Pro
 
 // bringUp waits for the node to answer, then sets it up (Garage's own
 // integration tests do the same).
-func (s *Server) bringUp(p *testutil.Process) error {
+func (s *Server) bringUp(p *testserver.Process) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// /health answers before a layout exists; `garage status` is the
@@ -201,7 +196,7 @@ func (s *Server) setup(ctx context.Context) error {
 		{"key", "import", "--yes", "-n", "cairn-test", s.AccessKey, s.SecretKey},
 		{"key", "allow", "--create-bucket", s.AccessKey},
 	} {
-		if _, err := s.cli(ctx, args...); err != nil {
+		if _, err := retryTransient(ctx, s.cli, args...); err != nil {
 			return err
 		}
 	}
@@ -238,7 +233,7 @@ func newKey(t testing.TB, cli func(context.Context, ...string) ([]byte, error), 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	access, secret := "GK"+randomHex(12), randomHex(32)
-	if _, err := cli(ctx, "key", "import", "--yes", "-n", "cairn-test-restricted", access, secret); err != nil {
+	if _, err := retryTransient(ctx, cli, "key", "import", "--yes", "-n", "cairn-test-restricted", access, secret); err != nil {
 		t.Fatalf("garage key import: %v", err)
 	}
 	// A bucket made over S3 is known by a name local to the key that made
@@ -313,6 +308,47 @@ func run(ctx context.Context, bin string, args ...string) ([]byte, error) {
 		return out.Bytes(), fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(redactArgs(args), " "), err, strings.TrimSpace(out.String()))
 	}
 	return out.Bytes(), nil
+}
+
+// transientCluster are the answers of a cluster that is still coming up,
+// or whose nodes are slow to answer each other (on a loaded machine, four
+// clusters starting at once): `garage key import` answered 503 "Could not
+// reach quorum of 2 … Timeout".
+var transientCluster = regexp.MustCompile(`(?i)could not reach quorum|timeout|timed out|503|service unavailable|no such peer|not connected|netapp error`)
+
+// retryTransient runs a bring-up command through cli, again after a
+// transient cluster error, with a growing pause, until ctx ends. A command
+// that failed transiently may have been carried out anyway: a retry that
+// then finds the thing already there counts as done.
+func retryTransient(ctx context.Context, cli func(context.Context, ...string) ([]byte, error), args ...string) ([]byte, error) {
+	pause := 200 * time.Millisecond
+	retried := false
+	for {
+		out, err := cli(ctx, args...)
+		switch {
+		case err == nil:
+			return out, nil
+		case retried && done(args, err):
+			return out, nil
+		case !transientCluster.MatchString(err.Error()) || ctx.Err() != nil:
+			return out, err
+		}
+		retried = true
+		select {
+		case <-ctx.Done():
+			return out, fmt.Errorf("%w (gave up retrying: %w)", err, ctx.Err())
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// done reports that a retried command's error says its first attempt was
+// carried out: the key exists, the layout version was applied.
+func done(args []string, err error) bool {
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "already exists") ||
+		len(args) > 1 && args[0] == "layout" && args[1] == "apply" && strings.Contains(msg, "version")
 }
 
 // redactArgs hides the secret of `key import` in error messages.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 )
 
@@ -37,8 +38,6 @@ type Server struct {
 	// Dir is the POSIX directory the gateway serves; each bucket is a
 	// subdirectory.
 	Dir string
-	// Process is the running gateway.
-	Process *testutil.Process
 }
 
 // Start starts a versitygw on a free loopback port, serving a fresh
@@ -46,7 +45,7 @@ type Server struct {
 // a fraction of a second, so each test gets its own.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := testutil.FindBinary("VERSITYGW_BIN", "versitygw", testutil.CachePath("versitygw-"+Version+"/bin/versitygw"))
+	bin, err := testserver.FindBinary("VERSITYGW_BIN", "versitygw", testserver.CachePath("versitygw-"+Version+"/bin/versitygw"))
 	if err != nil {
 		t.Fatalf("versitygw: %v", err)
 	}
@@ -60,37 +59,30 @@ func Start(t testing.TB) *Server {
 	}
 	access, secret := randomHex(10), randomHex(20)
 	const region = "us-east-1"
-	var lastErr error
-	for attempt := 1; attempt <= 3; attempt++ {
-		port := testutil.FreePort(t)
-		addr := "127.0.0.1:" + strconv.Itoa(port)
+	var srv *Server
+	err = testserver.Retry(func(attempt int) (*testserver.Process, error) {
+		addr := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
 		logPath := filepath.Join(tmp, fmt.Sprintf("versitygw-%d.log", attempt))
-		p, err := testutil.StartProcess(t, "versitygw", logPath, bin,
+		p, err := testserver.StartProcess(t, "versitygw", logPath, bin,
 			"--port", addr, "--access", access, "--secret", secret, "--region", region,
 			"--quiet", "posix", dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := &Server{
+		srv = &Server{
 			S3Server: testutil.S3Server{Endpoint: "http://" + addr, Region: region, AccessKey: access, SecretKey: secret, Name: "versitygw"},
 			Dir:      dir,
-			Process:  p,
 		}
-		lastErr = p.WaitReady(20*time.Second, func() error {
+		return p, p.WaitReady(20*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			return srv.Ready(ctx)
 		})
-		if lastErr == nil {
-			return srv
-		}
-		p.Stop()
-		if !testutil.PortInUse(p.LogTail(20)) {
-			break
-		}
+	})
+	if err != nil {
+		t.Fatalf("starting versitygw (%s): %v", bin, err)
 	}
-	t.Fatalf("starting versitygw (%s): %v", bin, lastErr)
-	return nil
+	return srv
 }
 
 func randomHex(n int) string {

@@ -1,0 +1,78 @@
+// Package lockadmin is the lock's administration, for cairn-state's own
+// packages (`cairn-state lock status` and `lock break`, doctor, rekey, the
+// examples): the lock read out and judged as an acquirer would, and broken
+// for an operator. An application holds its [lock.Lock] and never needs
+// these (docs/adr/0052).
+package lockadmin
+
+import (
+	"context"
+
+	"github.com/cairnhq/state/internal/lockhook"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/store"
+)
+
+var ops = lockhook.Get[*store.Store, lock.Record, lock.Mode]()
+
+// Status is what [Inspect] found: the lock as an operator sees it, judged
+// by the rules Acquire applies.
+type Status = lockhook.Status[lock.Record, lock.Mode]
+
+// Contender is one claim other than the holder's.
+type Contender = lockhook.Contender[lock.Record]
+
+// InspectOptions configure [Inspect]; BreakOptions configure [Break]. The
+// zero values mean the defaults.
+type (
+	InspectOptions = lockhook.InspectOptions
+	BreakOptions   = lockhook.BreakOptions
+)
+
+// Liveness is how the lock's rules judge a holder.
+type Liveness = lockhook.Liveness
+
+// The judgements of a holder (see lockhook for each one's meaning).
+const (
+	Live            = lockhook.Live
+	Duplicate       = lockhook.Duplicate
+	Stale           = lockhook.Stale
+	Dead            = lockhook.Dead
+	MissedHeartbeat = lockhook.MissedHeartbeat
+	Unreadable      = lockhook.Unreadable
+	UnreadableStale = lockhook.UnreadableStale
+	Watching        = lockhook.Watching
+)
+
+// Inspect reads the lock of st without changing anything, for `cairn-state
+// lock status`, and judges it as an acquirer with another instance id
+// would. An absent lock is a Status with Present false, not an error.
+func Inspect(ctx context.Context, st *store.Store, o InspectOptions) (Status, error) {
+	return ops.Inspect(ctx, st, o)
+}
+
+// Break removes the lock of st for an operator (`cairn-state lock break`):
+// a lock that a boot would take over (stale, or held by a dead process of
+// this host), readable or not, always; a live readable one only with
+// o.Force and o.Holder equal to the holder's instance id; a live
+// unreadable one (sealed to keys not configured here, so it may belong to a
+// running instance) only with o.Force and no o.Holder. Otherwise it fails
+// with a *lock.HeldError and leaves the lock alone. It returns the record
+// it removed (zero for an unreadable one), and fails with an error wrapping
+// backend.ErrNotFound when no instance holds the lock.
+//
+// Break first writes an epoch marker above the holder's, so that the
+// holder learns at its next heartbeat that it lost the lock and the next
+// acquisition counts on from there; then it deletes the holder's object (in
+// compare-and-swap mode conditionally on the version it judged: a lock that
+// changed hands meanwhile is left alone, the error wrapping
+// backend.ErrPreconditionFailed).
+func Break(ctx context.Context, st *store.Store, o BreakOptions) (lock.Record, error) {
+	return ops.Break(ctx, st, o)
+}
+
+// Owns reports whether name (a state name, as store.List reports it) is
+// one of the lock's own objects: the lock object, a claim or an epoch
+// marker. Tools that re-seal every object skip them (the lock rewrites its
+// own); tools that verify every object open them like any other.
+func Owns(name string) bool { return ops.Owns(name) }

@@ -1,0 +1,473 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/envelope"
+)
+
+// keepByPut is the largest sealed object whose keep is a PUT of the very
+// bytes just written; a larger one is copied on the server (ADR 0040 §2:
+// a COPY costs about a PUT on versitygw and more on Garage for small
+// objects, far less on Garage for large ones).
+const keepByPut = 32 << 10
+
+// histResult is what a write that keeps history tells its caller.
+type histResult struct {
+	replaced *VersionID // the version the write replaced; nil: none
+	kept     *VersionID // a delete's: the last version, kept
+}
+
+// histState is what a fenced view knows of one name's history: its
+// current object (its backend version, its id, whether it is kept) and
+// its entries, oldest first.
+type histState struct {
+	exists  bool
+	version string
+	cur     VersionID
+	kept    bool
+	entries []entry
+}
+
+func (m *versionMemo) histGet(key string) (histState, bool) {
+	if m == nil {
+		return histState{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.hist[key]
+	return h, ok
+}
+
+func (m *versionMemo) histSet(key string, h histState) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.hist) >= memoLimit {
+		clear(m.hist)
+	}
+	m.hist[key] = h
+}
+
+// keepsHistory reports whether a write of name through this view keeps
+// history: an application name, through a fenced application view of a
+// connected store (whose objects carry the stamps ids come from), with
+// history on. Reserved names, unfenced views and the internal view
+// (rekey's re-seals) keep none.
+func (s *Store) keepsHistory(name string) bool {
+	if s.c.history <= 0 || len(s.fences) == 0 || s.internal || strings.HasPrefix(name, ".") {
+		return false
+	}
+	_, ok := s.c.sealer.(*storeSealer)
+	return ok
+}
+
+// learn returns what history holds of key's name: from the memo when
+// its version is the one the view knows, else from a header read of the
+// object and a listing of its entries, concurrently (ADR 0040 §3).
+func (s *Store) learn(ctx context.Context, key, name, dir string) (histState, error) {
+	if h, ok := s.memo.histGet(key); ok {
+		if v, known := s.memo.get(key); known && (v == h.version || (!h.exists && v == memoAbsent)) {
+			return h, nil
+		}
+	}
+	return s.learnListed(ctx, key, name, dir, nil)
+}
+
+// learnListed is learn from a header read of the object and the listing
+// of its entries: listed when it was made already, else made
+// concurrently with the header read.
+func (s *Store) learnListed(ctx context.Context, key, name, dir string, listed *[]entry) (histState, error) {
+	var (
+		cur        peeked
+		es         []entry
+		perr, lerr error
+		wg         sync.WaitGroup
+	)
+	wg.Go(func() { cur, perr = s.peek(ctx, key, name) })
+	if listed == nil {
+		wg.Go(func() { es, lerr = s.listEntries(ctx, name, dir) })
+	} else {
+		es = *listed
+	}
+	wg.Wait()
+	if perr != nil {
+		return histState{}, perr
+	}
+	if lerr != nil {
+		return histState{}, lerr
+	}
+	if !cur.exists {
+		s.memo.set(key, memoAbsent)
+	}
+	h := histState{exists: cur.exists, version: cur.obj.Version, cur: cur.id, entries: es}
+	for _, e := range es {
+		if !e.deleted && e.id == cur.id {
+			h.kept = true
+		}
+	}
+	return h, nil
+}
+
+// putOnListing is the first write of a name in a holding without a read
+// of the current object's header (ADR 0055): where the storage enforces
+// conditions and names an object's bytes by their MD5 (an S3 ETag of a
+// single-part object), the name's history is listed and w is sent
+// conditional on what the listing implies — absent when the newest
+// entry is a tombstone or there is none, else the version of the newest
+// kept entry, which the current object has only if it is those very
+// bytes, that is, if it is kept. The storage checks the guess: sent is
+// false (nothing written) when the guess was wrong or not made, and the
+// caller learns the object as before (header read ∥ listing, repair),
+// from the listing made here when there was no guess to make (listed).
+func (s *Store) putOnListing(ctx context.Context, key, name, dir string, w write) (obj backend.Object, h histState, sent bool, listed *[]entry, err error) {
+	if w.callerConditional() || s.memo == nil || !s.conditionalWrites() {
+		return obj, h, false, nil, nil
+	}
+	if _, known := s.memo.histGet(key); known {
+		return obj, h, false, nil, nil // the memo decides, as in learn
+	}
+	es, err := s.listEntries(ctx, name, dir)
+	if err != nil {
+		return obj, h, false, nil, s.fenceWrap(ctx, "put", name, err)
+	}
+	h = histState{entries: es}
+	g := w
+	switch {
+	case len(es) == 0 || es[len(es)-1].deleted:
+		g.put.IfAbsent = true
+	case contentVersion(es[len(es)-1].version):
+		newest := es[len(es)-1]
+		h.exists, h.version, h.cur, h.kept = true, newest.version, newest.id, true
+		g.put.IfVersion = newest.version
+	default:
+		return obj, h, false, &es, nil
+	}
+	obj, err = s.sendEntered(ctx, g)
+	switch {
+	case err == nil:
+		s.memo.histSet(key, h)
+		return obj, h, true, nil, nil
+	case errors.Is(err, backend.ErrPreconditionFailed):
+		// Not what the listing implied (an object not kept: a crash
+		// between a write and its keep, a late write of an earlier
+		// holder, a write from outside): the fence is checked again, as
+		// after any changed version (sendEntered), then the object is
+		// learned and repaired the long way.
+		s.memo.forget(key)
+		if ferr := s.checkFences("put", name); ferr != nil {
+			return obj, h, false, nil, fmt.Errorf("%w (and the object was not what its history showed: %w)", ferr, err)
+		}
+		return obj, histState{}, false, nil, nil
+	}
+	return obj, h, false, nil, err
+}
+
+// contentVersion reports whether a backend version is an S3 ETag of a
+// single-part object: a quoted MD5 of its bytes, equal for equal bytes.
+func contentVersion(v string) bool {
+	if len(v) != 34 || v[0] != '"' || v[33] != '"' {
+		return false
+	}
+	for _, c := range v[1:33] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// copyEntry copies key's object, version v, to the entry dst on the
+// server, conditional on v where the storage enforces it; where it
+// cannot (a server found ignoring the condition, conditional=off), the
+// copy is unconditional: a write of key racing it can then be kept under
+// v's id, which verify reports as a misnamed entry (ADR 0040 §2).
+func (s *Store) copyEntry(ctx context.Context, key, dst, v string) (backend.Object, error) {
+	var co backend.CopyOptions
+	if s.c.b.Capabilities().CopySourceConditions {
+		co.IfSourceVersion = v
+	}
+	return backend.Copy(ctx, s.c.b, key, dst, co)
+}
+
+// repair keeps the current object of h under its own id when it is not
+// kept yet (a crash between a write and its keep, history turned on
+// since, a writer outside the lock): an unkept version is never
+// overwritten or deleted.
+func (s *Store) repair(ctx context.Context, key, name, dir string, h *histState) error {
+	if !h.exists || h.kept {
+		return nil
+	}
+	obj, err := s.copyEntry(ctx, key, dir+h.cur.String(), h.version)
+	if err != nil {
+		return fmt.Errorf("store: keep %q version %s in history before replacing it: %w", name, h.cur, err)
+	}
+	h.entries = append(h.entries, entry{id: h.cur, version: obj.Version, size: obj.Size, mod: obj.ModTime})
+	sortEntries(h.entries)
+	h.kept = true
+	s.c.log.InfoContext(ctx, "store: kept a version that was not in history", "name", name, "version", h.cur.String())
+	return nil
+}
+
+// putKept is the write w (sealed bytes in w.sealed, or w.size of them in
+// w.body, stamped stamp) that keeps history (ADR 0040 §2): learn the
+// current object, keep it if it is not kept, write, keep what was
+// written, prune beyond the retention — all admitted by the fences once.
+func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res *histResult) (Info, error) {
+	key, name := w.key, w.name
+	size := int64(len(w.sealed))
+	if w.body != nil {
+		size = w.size
+	}
+	dir, err := s.historyKeys("put", name)
+	if err != nil {
+		return Info{}, err
+	}
+	ctx, done, err := s.enterFences(ctx, "put", name)
+	if err != nil {
+		return Info{}, err
+	}
+	defer done()
+	obj, h, sent, listed, err := s.putOnListing(ctx, key, name, dir, w)
+	if err != nil {
+		return Info{}, err
+	}
+	if !sent {
+		if listed != nil {
+			h, err = s.learnListed(ctx, key, name, dir, listed)
+		} else {
+			h, err = s.learn(ctx, key, name, dir)
+		}
+		if err != nil {
+			return Info{}, s.fenceWrap(ctx, "put", name, err)
+		}
+		if err := s.repair(ctx, key, name, dir, &h); err != nil {
+			s.memo.forget(key)
+			return Info{}, s.fenceWrap(ctx, "put", name, err)
+		}
+		s.memo.histSet(key, h)
+		if obj, err = s.sendEntered(ctx, w); err != nil {
+			return Info{}, err
+		}
+	}
+	s.c.metrics.moved(ctx, dirWrite, int(size))
+	if res != nil && h.exists {
+		r := h.cur
+		res.replaced = &r
+	}
+	id := idOf(stamp)
+	var (
+		kept    backend.Object
+		keepErr error
+		wg      sync.WaitGroup
+	)
+	wg.Go(func() {
+		if size <= keepByPut {
+			kept, keepErr = s.keepByPut(ctx, dir+id.String(), w)
+		} else {
+			kept, keepErr = s.copyEntry(ctx, key, dir+id.String(), obj.Version)
+		}
+	})
+	wg.Go(func() { s.recordWriter(ctx, stamp.Epoch) })
+	remaining := s.prune(ctx, name, dir, h.entries, 1)
+	wg.Wait()
+	next := histState{exists: true, version: obj.Version, cur: id, entries: remaining}
+	if keepErr != nil {
+		s.c.log.WarnContext(ctx, "store: written but not kept in history", "name", name, "version", id.String(), "err", s.fenceWrap(ctx, "keep", name, keepErr))
+	} else {
+		if kept.Size < 0 {
+			kept.Size = size
+		}
+		next.kept = true
+		next.entries = append(next.entries, entry{id: id, version: kept.Version, size: kept.Size, mod: kept.ModTime})
+	}
+	s.memo.histSet(key, next)
+	return s.info(name, obj), nil
+}
+
+// keepByPut keeps a small version as a PUT of the very bytes written
+// (ADR 0040): w's sealed bytes, or its body read back (at most keepByPut
+// bytes).
+func (s *Store) keepByPut(ctx context.Context, dst string, w write) (backend.Object, error) {
+	sealed := w.sealed
+	if w.body != nil {
+		sealed = make([]byte, w.size)
+		// ReadAt returns an error whenever it reads fewer bytes than asked
+		// (io.EOF at most alongside a full read): the count decides.
+		if n, err := w.body.ReadAt(sealed, 0); n < len(sealed) {
+			return backend.Object{}, fmt.Errorf("read the written bytes back: %d of %d bytes: %w", n, len(sealed), err)
+		}
+	}
+	return s.c.b.Put(ctx, dst, sealed, backend.PutOptions{})
+}
+
+// deleteKept is the delete that keeps history: the current object kept
+// if it is not, the delete, then a tombstone stamped by a write of its
+// own (after the delete: a tombstone without its delete would make the
+// live object look put back).
+func (s *Store) deleteKept(ctx context.Context, key, name string, opts DeleteOptions) (histResult, error) {
+	dir, err := s.historyKeys("delete", name)
+	if err != nil {
+		return histResult{}, err
+	}
+	if err := s.checkFences("delete", name); err != nil {
+		return histResult{}, err
+	}
+	ctx, done, err := s.enterFences(ctx, "delete", name)
+	if err != nil {
+		return histResult{}, err
+	}
+	defer done()
+	h, err := s.learn(ctx, key, name, dir)
+	if err != nil {
+		return histResult{}, s.fenceWrap(ctx, "delete", name, err)
+	}
+	if !h.exists {
+		s.memo.histSet(key, h)
+		return histResult{}, fmt.Errorf("store: delete %q: %w", name, ErrNotFound)
+	}
+	if err := s.repair(ctx, key, name, dir, &h); err != nil {
+		s.memo.forget(key)
+		return histResult{}, s.fenceWrap(ctx, "delete", name, err)
+	}
+	s.memo.histSet(key, h)
+	if _, err := s.sendEntered(ctx, write{op: "delete", key: key, name: name, del: true, ifVersion: opts.IfVersion}); err != nil {
+		return histResult{}, err
+	}
+	last := h.cur
+	res := histResult{kept: &last}
+	next := histState{entries: h.entries}
+	f := s.fences[len(s.fences)-1]
+	e, q := f.NextWrite()
+	tid := VersionID{Epoch: e, Sequence: q}
+	tname := entryName(name, tid, true)
+	sealed, err := s.sealAs(tname, nil, envelope.Stamp{Epoch: e, Sequence: q})
+	if err == nil {
+		var po backend.PutOptions
+		if s.conditionalWrites() {
+			po.IfAbsent = true
+		}
+		var obj backend.Object
+		if obj, err = s.c.b.Put(ctx, s.c.prefix+tname, sealed, po); err == nil {
+			next.entries = append(next.entries, entry{id: tid, deleted: true, version: obj.Version, size: obj.Size, mod: obj.ModTime})
+		}
+	}
+	if err != nil {
+		s.c.log.WarnContext(ctx, "store: deleted, but its tombstone was not written", "name", name, "err", s.fenceWrap(ctx, "tombstone", name, err))
+	}
+	s.recordWriter(ctx, e)
+	s.memo.histSet(key, next)
+	return res, nil
+}
+
+// sealAs seals data bound to name with the given epoch and sequence,
+// under the store's current manifest generation: what a tombstone (whose
+// name holds its own id) and a re-seal (which keeps the version's id)
+// need.
+func (s *Store) sealAs(name string, data []byte, st envelope.Stamp) ([]byte, error) {
+	ss, ok := s.c.sealer.(*storeSealer)
+	switch {
+	case !ok:
+		return s.c.sealer.Seal(name, data)
+	case ss.readOnly:
+		return nil, fmt.Errorf("seal %q: %w", name, ErrNoManifest)
+	case ss.env == nil:
+		return nil, fmt.Errorf("seal %q: %w", name, errNoKey)
+	}
+	st.Generation = ss.generation()
+	return ss.env.SealStamped(name, data, st)
+}
+
+// prune deletes the entries of es (the name's entries before this write,
+// oldest first) beyond the retention, counting adding versions about to
+// be kept: the oldest content versions, and the tombstones older than
+// the oldest version that stays. It returns the entries that remain.
+// A failed delete is logged; the next write prunes it again.
+func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding int) []entry {
+	contents := adding
+	for _, e := range es {
+		if !e.deleted {
+			contents++
+		}
+	}
+	drop := contents - s.c.history
+	if drop <= 0 {
+		return es
+	}
+	// The oldest drop content versions go, and every tombstone older
+	// than the oldest content version that stays (the one being kept
+	// when none of es stays).
+	var keep, gone []entry
+	var oldest *VersionID
+	for _, e := range es {
+		switch {
+		case !e.deleted && drop > 0:
+			gone = append(gone, e)
+			drop--
+		case !e.deleted && oldest == nil:
+			id := e.id
+			oldest = &id
+		}
+	}
+	for _, e := range es {
+		switch {
+		case slices.ContainsFunc(gone, func(g entry) bool { return g.id == e.id && !g.deleted && !e.deleted }):
+		case e.deleted && (oldest == nil || e.id.Compare(*oldest) < 0):
+			gone = append(gone, e)
+		default:
+			keep = append(keep, e)
+		}
+	}
+	for _, e := range gone {
+		if err := s.deleteEntry(ctx, dir, e); err != nil {
+			s.c.log.WarnContext(ctx, "store: history not pruned", "name", name, "version", e.id.String(), "err", err)
+		}
+	}
+	return keep
+}
+
+// recordWriter writes epoch e's writer record once per store and epoch,
+// when the view's fence can say who holds it (a [Holder]).
+func (s *Store) recordWriter(ctx context.Context, e uint64) {
+	if e == 0 {
+		return
+	}
+	if _, done := s.c.recorded.Load(e); done {
+		return
+	}
+	hf, ok := s.fences[len(s.fences)-1].(Holder)
+	if !ok {
+		return
+	}
+	hi := hf.Holder()
+	if hi.Epoch != e {
+		return
+	}
+	data, err := json.Marshal(writerRecord{Epoch: e, Instance: hi.Instance, Hostname: hi.Hostname, PID: hi.PID, Acquired: hi.Acquired})
+	if err != nil {
+		return
+	}
+	name := writerName(e)
+	sealed, err := s.sealAs(name, data, envelope.Stamp{Epoch: e})
+	if err == nil {
+		var po backend.PutOptions
+		if s.conditionalWrites() {
+			po.IfAbsent = true
+		}
+		_, err = s.c.b.Put(ctx, s.c.prefix+name, sealed, po)
+	}
+	if err != nil && !errors.Is(err, backend.ErrPreconditionFailed) {
+		s.c.log.WarnContext(ctx, "store: the writer record of this holding was not written", "epoch", e, "err", err)
+		return
+	}
+	s.c.recorded.Store(e, struct{}{})
+}

@@ -1,9 +1,0 @@
-//go:build !linux
-
-package testutil
-
-import "syscall"
-
-// sysProcAttr has no parent-death signal outside Linux; the t.Cleanup stop
-// is the only guard there.
-func sysProcAttr() *syscall.SysProcAttr { return nil }
