@@ -200,8 +200,17 @@ func TestClose_AfterLockWasLost_LeavesTheNewHoldersLockAndReportsLoss(t *testing
 
 	// An operator force-breaks pod-a's lock and pod-b takes over.
 	raw := connectT(t, b, id)
-	if _, err := lockadmin.Break(ctx, raw, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second}); err != nil {
-		t.Fatal(err)
+	// A 20 ms heartbeat between the break's read and its conditional
+	// delete makes the break refuse ("changed since it was inspected"),
+	// as it must: the operator inspects again.
+	for {
+		_, err := lockadmin.Break(ctx, raw, lockadmin.BreakOptions{Holder: "pod-a", Force: true, StaleAfter: time.Second})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, backend.ErrPreconditionFailed) {
+			t.Fatal(err)
+		}
 	}
 	other, err := lock.Acquire(ctx, raw, lock.Options{InstanceID: "pod-b", Logger: quiet()})
 	if err != nil {
