@@ -190,12 +190,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 
-	boots, err := countBoot(inst.Context(), inst.Store())
+	// The application's work runs under a context that the lock's loss
+	// and the shutdown signal both end: a write in flight at SIGTERM is
+	// cancelled, and Close waits for it to return before it releases.
+	work, stopWork := context.WithCancel(inst.Context())
+	defer stopWork()
+	defer context.AfterFunc(ctx, stopWork)()
+	boots, err := countBoot(work, inst.Store())
 	if err != nil {
-		fmt.Fprintf(stderr, "instance: boot counter: %v\n", err)
-		closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = inst.Close(closeCtx)
+		cerr := inst.Close(closeCtx)
+		if got.Load() != 0 && cerr == nil {
+			fmt.Fprintln(stdout, "shutdown complete")
+			return signalled()
+		}
+		fmt.Fprintf(stderr, "instance: boot counter: %v\n", err)
+		if cerr != nil {
+			fmt.Fprintf(stderr, "instance: %v\n", cerr)
+		}
 		return exitFailure
 	}
 	rec := inst.Lock().Record()
