@@ -207,7 +207,11 @@ func (s *Store) repair(ctx context.Context, key, name, dir string, h *histState)
 	if !h.exists || h.kept {
 		return nil
 	}
-	obj, err := s.copyEntry(ctx, key, dir+h.cur.String(), h.version)
+	var obj backend.Object
+	err := s.c.metrics.timed(ctx, opKeep, func() (err error) {
+		obj, err = s.copyEntry(ctx, key, dir+h.cur.String(), h.version)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("store: keep %q version %s in history before replacing it: %w", name, h.cur, err)
 	}
@@ -271,11 +275,14 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 		wg      sync.WaitGroup
 	)
 	wg.Go(func() {
-		if size <= keepByPut {
-			kept, keepErr = s.keepByPut(ctx, dir+id.String(), w)
-		} else {
-			kept, keepErr = s.copyEntry(ctx, key, dir+id.String(), obj.Version)
-		}
+		keepErr = s.c.metrics.timed(ctx, opKeep, func() (err error) {
+			if size <= keepByPut {
+				kept, err = s.keepByPut(ctx, dir+id.String(), w)
+			} else {
+				kept, err = s.copyEntry(ctx, key, dir+id.String(), obj.Version)
+			}
+			return err
+		})
 	})
 	wg.Go(func() { s.recordWriter(ctx, stamp.Epoch) })
 	remaining := s.prune(ctx, name, dir, h.entries, 1)
@@ -428,7 +435,7 @@ func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding 
 		}
 	}
 	for _, e := range gone {
-		if err := s.deleteEntry(ctx, dir, e); err != nil {
+		if err := s.c.metrics.timed(ctx, opPrune, func() error { return s.deleteEntry(ctx, dir, e) }); err != nil {
 			s.c.log.WarnContext(ctx, "store: history not pruned", "name", name, "version", e.id.String(), "err", err)
 		}
 	}

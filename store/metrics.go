@@ -30,7 +30,11 @@ const (
 const (
 	// AttrOperation is the store method: get, put, delete, list, update
 	// or stat. GetMany counts a get per object, the JSON helpers count as
-	// the method they call.
+	// the method they call. A write that keeps history also counts its
+	// parts of its own: history_keep for each version it keeps (a copy or
+	// a put of the written bytes, and the keep of a version found not
+	// kept yet), history_prune for each entry it prunes beyond the
+	// retention (docs/adr/0060).
 	AttrOperation = "cairn_state.operation"
 	// AttrOutcome is how the operation ended: ok, not_found,
 	// precondition_failed, conflict, fenced, unsupported, invalid_name,
@@ -54,10 +58,12 @@ const (
 	opList
 	opUpdate
 	opStat
+	opKeep
+	opPrune
 	numOps
 )
 
-var opNames = [numOps]string{"get", "put", "delete", "list", "update", "stat"}
+var opNames = [numOps]string{"get", "put", "delete", "list", "update", "stat", "history_keep", "history_prune"}
 
 // outcome is how an operation ended, as counted.
 type outcome int
@@ -202,6 +208,18 @@ func (m *storeMetrics) endList(ctx context.Context, start time.Time, err, fnErr 
 
 func (m *storeMetrics) record(ctx context.Context, o op, start time.Time, r outcome) {
 	m.duration.Record(ctx, time.Since(start).Seconds(), m.durOpts[o][r]...)
+}
+
+// timed runs f and, when metrics are on, records it as an operation of
+// kind o.
+func (m *storeMetrics) timed(ctx context.Context, o op, f func() error) error {
+	if m == nil {
+		return f()
+	}
+	start := time.Now()
+	err := f()
+	m.end(ctx, o, start, &err)
+	return err
 }
 
 // moved counts n sealed bytes read or written.

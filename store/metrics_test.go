@@ -416,3 +416,50 @@ func benchProvider(b *testing.B) metric.MeterProvider {
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	return mp
 }
+
+// Keeps and prunes of history are counted as operations of their own,
+// history_keep and history_prune, beside the write that made them.
+func TestMetrics_HistoryKeepsAndPrunesCounted(t *testing.T) {
+	for _, history := range []int{2, store.NoHistory} {
+		t.Run(fmt.Sprintf("history=%d", history), func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+			st, err := store.Connect(t.Context(), mem.New(mem.Options{}), keysOf(testkit.Identity(t)),
+				store.ConnectOptions{Create: true, Options: store.Options{History: history, MeterProvider: mp}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := st.WithFence(&holderFence{switchFence: switchFence{epoch: 1}, instance: "pod-a"})
+			counts := func() map[string]uint64 {
+				var rm metricdata.ResourceMetrics
+				if err := reader.Collect(t.Context(), &rm); err != nil {
+					t.Fatal(err)
+				}
+				return opCounts(t, rm)
+			}
+			before := counts() // the store's creation
+			for i := range 4 {
+				mustPut(t, v, "a", fmt.Sprint(i))
+			}
+			got := counts()
+			for k, n := range before {
+				got[k] -= n
+			}
+			// Four writes keep four versions; a retention of 2 prunes the
+			// oldest at the third and the fourth.
+			want := map[string]uint64{"history_keep/ok": 4, "history_prune/ok": 2}
+			if history == store.NoHistory {
+				want = map[string]uint64{}
+			}
+			for _, k := range []string{"history_keep/ok", "history_prune/ok"} {
+				if got[k] != want[k] {
+					t.Errorf("%s = %d, want %d (all: %v)", k, got[k], want[k], got)
+				}
+			}
+			if got["put/ok"] != 4 {
+				t.Errorf("put/ok = %d, want 4: a keep is not counted as a put", got["put/ok"])
+			}
+		})
+	}
+}
