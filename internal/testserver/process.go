@@ -117,17 +117,35 @@ func (p *Process) Signal(sig os.Signal) error {
 // Pid returns the process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// LogTail returns the last n lines of the process's log.
+// LogTail returns the last n lines of the process's log, after the
+// lines that say why it panicked, if it did (a Rust panic's message comes
+// before a backtrace of a hundred lines or more under RUST_BACKTRACE=1).
 func (p *Process) LogTail(n int) string {
 	data, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		return "(no log: " + err.Error() + ")"
 	}
 	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	var panicked [][]byte
 	if len(lines) > n {
+		for i, l := range lines[:len(lines)-n] {
+			if bytes.Contains(l, []byte("panicked at")) {
+				panicked = append(panicked, lines[i:min(i+2, len(lines)-n)]...)
+				panicked = append(panicked, []byte("  …"))
+				break
+			}
+		}
 		lines = lines[len(lines)-n:]
 	}
-	return string(bytes.Join(lines, []byte("\n")))
+	return string(bytes.Join(append(panicked, lines...), []byte("\n")))
+}
+
+// LostPortRace reports whether the process's log, read whole, says it
+// could not listen on its port because another process took it first
+// ([PortInUse]).
+func (p *Process) LostPortRace() bool {
+	data, err := os.ReadFile(p.LogPath)
+	return err == nil && PortInUse(string(data))
 }
 
 // WaitReady polls ready every 50 ms until it returns nil, the process
@@ -150,9 +168,9 @@ func (p *Process) WaitReady(timeout time.Duration, ready func() error) error {
 	}
 }
 
-// PortInUse reports whether a failed start looks like a lost race for the
-// listening port, which is worth another try on a new port.
-func PortInUse(logTail string) bool {
-	s := strings.ToLower(logTail)
+// PortInUse reports whether a failed start's log looks like a lost race
+// for the listening port, which is worth another try on a new port.
+func PortInUse(log string) bool {
+	s := strings.ToLower(log)
 	return strings.Contains(s, "address already in use") || strings.Contains(s, "addrinuse")
 }

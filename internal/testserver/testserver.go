@@ -69,8 +69,9 @@ func CachePath(rel string) string {
 
 // Retry calls start with attempt 1, 2, 3 until it returns no error, and
 // returns the last error. It gives up early unless the failed attempt lost
-// a race for its port (PortInUse in the log of the process start returned,
-// which it stops); a nil process means nothing to try again.
+// a race for its port (the process start returned, which it stops, says
+// so anywhere in its log: [Process.LostPortRace]); a nil process means
+// nothing to try again.
 func Retry(start func(attempt int) (*Process, error)) error {
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -82,7 +83,7 @@ func Retry(start func(attempt int) (*Process, error)) error {
 			return err
 		}
 		p.Stop()
-		if !PortInUse(p.LogTail(40)) {
+		if !p.LostPortRace() {
 			return err
 		}
 	}

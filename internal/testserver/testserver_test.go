@@ -1,10 +1,13 @@
 package testserver_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairnhq/state/internal/testserver"
 )
@@ -51,5 +54,30 @@ func TestPortInUse(t *testing.T) {
 	}
 	if testserver.PortInUse("permission denied") {
 		t.Error("an unrelated error taken for a port race")
+	}
+}
+
+// A server that lost the race for its port and panicked with a long
+// backtrace (Garage under RUST_BACKTRACE=1: the AddrInUse line is 170
+// lines from the end of its log) is started again, not given up on.
+func TestRetry_PortRaceFarFromTheEndOfTheLog(t *testing.T) {
+	dir := t.TempDir()
+	script := "echo 'panicked at garage_net/netapp.rs:234:55:'; " +
+		"echo 'called `Result::unwrap()` on an `Err` value: Os { code: 98, kind: AddrInUse, message: \"Address already in use\" }'; " +
+		"i=0; while [ $i -lt 170 ]; do echo \"  $i: std::panicking::frame\"; i=$((i+1)); done; exit 134"
+	attempts := 0
+	err := testserver.Retry(func(attempt int) (*testserver.Process, error) {
+		attempts = attempt
+		p, err := testserver.StartProcess(t, "fake server", filepath.Join(dir, fmt.Sprintf("log-%d", attempt)), "/bin/sh", "-c", script)
+		if err != nil {
+			return nil, err
+		}
+		return p, p.WaitReady(30*time.Second, func() error { return errors.New("not ready") })
+	})
+	if err == nil || attempts != 3 {
+		t.Fatalf("Retry: %d attempts, err %v; want 3 attempts (a lost port race is tried again) and the last error", attempts, err)
+	}
+	if !strings.Contains(err.Error(), "AddrInUse") {
+		t.Errorf("the error does not show the panic's message, only the backtrace's end:\n%v", err)
 	}
 }

@@ -69,7 +69,7 @@ type nodeControl interface {
 	pause() error
 	resume() error
 	exited() bool
-	logTail() string
+	lostPortRace() bool
 }
 
 // ClusterOptions set what [StartClusterWith] writes into every node's
@@ -167,9 +167,9 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 				if err == nil {
 					return
 				}
-				tail := node.logTail()
+				lost := node.lostPortRace()
 				node.kill()
-				if attempt == 3 || !testserver.PortInUse(tail) {
+				if attempt == 3 || !lost {
 					errs[i] = fmt.Errorf("garage node %d: %w", i+1, err)
 					return
 				}
@@ -492,13 +492,10 @@ func (n *Node) Restart(t testing.TB) {
 	}
 }
 
-func (n *Node) logTail() string {
+func (n *Node) lostPortRace() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.ctl == nil {
-		return ""
-	}
-	return n.ctl.logTail()
+	return n.ctl != nil && n.ctl.lostPortRace()
 }
 
 // processControl is a node server run as a local process.
@@ -552,4 +549,4 @@ func (c processControl) exited() bool {
 	}
 }
 
-func (c processControl) logTail() string { return c.p.LogTail(40) }
+func (c processControl) lostPortRace() bool { return c.p.LostPortRace() }

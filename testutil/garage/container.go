@@ -207,9 +207,9 @@ func (c containerControl) exited() bool {
 	return err != nil || strings.TrimSpace(string(out)) != "true"
 }
 
-func (c containerControl) logTail() string {
+func (c containerControl) lostPortRace() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, _ := run(ctx, "docker", "logs", "--tail", "40", c.name)
-	return string(out)
+	out, _ := run(ctx, "docker", "logs", c.name)
+	return testserver.PortInUse(string(out))
 }
