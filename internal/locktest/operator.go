@@ -102,9 +102,10 @@ func testBreak(t *testing.T, e *env) {
 			t.Fatalf("forced break = %+v, %v", r, err)
 		}
 		eventually(t, 2*oa.HeartbeatInterval+e.slack(), "the broken holder learns it", func() bool { return isLost(a) })
-		if s := e.status(st); s.Present {
-			t.Fatalf("lock present after a break: %+v", s)
-		}
+		// A heartbeat of a's in flight at the break can write its claim
+		// back (claims mode; seen on the Garage cluster): a, having
+		// learned the break, deletes that claim (see takeOver).
+		eventually(t, 2*oa.HeartbeatInterval+e.slack(), "the lock is gone after the break", func() bool { return !e.status(st).Present })
 	})
 	e.part(t, "Stale", func(t *testing.T, e *env) {
 		st := e.storeRoot(nil, "stale")
