@@ -76,11 +76,16 @@
  *      the lock meanwhile (its marker may have landed after our listing
  *      read the markers); without this the ADR needs W >= 2L;
  *   3. after a suspension, a live intent that the listing showed and whose
- *      GET then answers 404 leaves the heartbeat not confirmed, tried
- *      again (lock.go): its id is unknown, and an acquirer of our id that
- *      judged us dead deletes its intent once its held claim and marker
- *      landed, after our listing read them (-DGONE_INTENT_LOST, the
- *      heartbeat ending as lost, is as safe).
+ *      GET then answers 404 is looked for again in a second listing: its
+ *      id is unknown, and an acquirer of our id that judged us dead
+ *      deletes its intent once its held claim and marker landed, after
+ *      our first listing read them. The second listing shows that marker
+ *      (and that held claim, judged as above) if there is one; without
+ *      either, the intent's attempt backed off (lock.go claimsLost).
+ *      -DGONE_INTENT_LOST (the heartbeat ends as lost) and
+ *      -DGONE_INTENT_RETRY (not confirmed, the next heartbeat looks
+ *      again; lock.go until a standby whose intents came and went at
+ *      every read ended a holder on a paused Garage node) are as safe.
  *
  * Properties, checked where a fence opens:
  *   (a) mutual exclusion: at most one fence open (assert nopen <= 1);
@@ -109,6 +114,10 @@
  *                       is real when W < 2L.
  *   -DGONE_INTENT_SKIPPED  without rule 3: the vanished intent is skipped
  *                       (lock.go as this model was written). Violates (a).
+ *   -DRELIST_NO_MARKERS rule 3's second listing without its markers (the
+ *                       held claim alone). Violates (b). (Its markers
+ *                       alone, -DRELIST_NO_HELD, verify at claimsBad's
+ *                       bounds: lock.go judges both.)
  *   -DREOPEN_IGNORES_SAME_ID  the suspended heartbeat ignores live claims
  *                       of its own id (treats them as another id's).
  *                       Violates (a) with a shared id; passes with -DID1=1.
@@ -382,7 +391,8 @@ proctype P(byte me) {
 	byte seen;          /* held claims seen by the listing */
 	byte dead;          /* intents judged dead by the listing */
 	byte livem;         /* live intents of our id a suspended heartbeat GETs */
-	bool own, livei, inhb;
+	byte gonem;         /* those whose GET answered 404: listed again */
+	bool own, livei, inhb, relisted;
 #ifdef JUDGE_LATE
 	byte seeni;         /* intents seen, judged after the listing */
 #endif
@@ -390,7 +400,7 @@ proctype P(byte me) {
 attempt:
 	atomic {
 		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0; livem = 0;
-		own = false; livei = false; inhb = false;
+		gonem = 0; own = false; livei = false; inhb = false; relisted = false;
 #ifdef JUDGE_LATE
 		seeni = 0;
 #endif
@@ -679,16 +689,50 @@ hbsusp:
 				:: !I[x]                 /* gone since the listing: ignored */
 #elif defined(GONE_INTENT_LOST)
 				:: !I[x] -> goto lost    /* gone since the listing: whose? */
-#else
+#elif defined(GONE_INTENT_RETRY)
 				:: !I[x] ->              /* not confirmed: heartbeat again */
 					x = 0; seen = 0; dead = 0; livem = 0; goto hold
+#else
+				:: !I[x] -> gonem = gonem | BIT(x)   /* listed again below */
 #endif
 				fi;
 				x = 0
 			}
 		:: atomic {
-				livem == 0 ->
+				/* rule 3: the listing again, for a vanished intent's
+				 * attempt: its held claim, if any, is judged as above
+				 * (its epoch, its id's liveness) */
+				livem == 0 && gonem != 0 ->
+				lowest(gonem);
+				gonem = gonem & ~BIT(x);
+				relisted = true;
+				printf("MSC: P%d's heartbeat lists again for intent %d: held claim %d\n", me, x, H[x]);
+				if
+#ifndef RELIST_NO_HELD
+				:: H[x] ->
+					if
+					:: ep[x] > myep -> goto lost
+					:: else
+					fi;
+					if
+					:: expire_long(OWNER(x), htag[x])
+					:: goto lost
+					fi
+#endif
+				:: else
+				fi;
+				x = 0
+			}
+		:: atomic {
+				livem == 0 && gonem == 0 ->
 				x = 0;
+				/* the markers of the second listing */
+				if
+#ifndef RELIST_NO_MARKERS
+				:: relisted && mkmax > myep -> relisted = false; goto lost
+#endif
+				:: else -> relisted = false
+				fi;
 				conf[me] = sent[me];
 				if
 				:: conf[me] > E[me] -> open_fence()
@@ -730,6 +774,7 @@ cleanup:
 lost:
 	atomic {
 		x = 0; seen = 0; dead = 0; own = false; livei = false; livem = 0;
+		gonem = 0; relisted = false;
 		close_fence();
 		printf("MSC: P%d lost the lock\n", me);
 		send(R_DELH, a);

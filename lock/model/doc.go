@@ -134,11 +134,17 @@
 //     missed heartbeat, writes its held claim and marker and deletes the
 //     intent; the heartbeat's GET of the intent (to read its id) answers
 //     404 and the intent is skipped: both fences open, with no fault at
-//     all. Fix, modelled and in lock.go: a live intent gone at its GET
-//     leaves the heartbeat not confirmed, tried again (its next listing
-//     shows the held claim); -DGONE_INTENT_LOST, ending it as lost, verifies
-//     too, but ends a holder whenever a standby's intent comes and goes
-//     between its LIST and GET (TestLock_Cluster_NodePaused… saw it).
+//     all. Fix, modelled and in lock.go: a live intent gone at its GET is
+//     looked for in a second listing, whose epoch markers (and the
+//     intent's held claim, judged as any other) show an acquirer that
+//     confirmed; -DRELIST_NO_MARKERS, that listing without its markers,
+//     fails (b). -DGONE_INTENT_LOST, ending the heartbeat as lost, and
+//     -DGONE_INTENT_RETRY, leaving it not confirmed until the next
+//     heartbeat (lock.go before), verify too, but end a holder whenever a
+//     standby's intents come and go between its LIST and GET at every
+//     heartbeat of the long lease: on the three-node Garage with a paused
+//     node, where each request took seconds, the retry did
+//     (TestLock_Cluster_NodePausedPastStaleWindow…, CI, 2026-12-02).
 //
 // Two more readings of ADR 0020's wording fail, and are kept as variants
 // so that an implementation does not drift into them: -DHB_UNCONFIRMED
@@ -165,11 +171,11 @@
 //	CAS/TwoProcesses                   2         -      2        2          2        9.5 M
 //	CAS/ThreeProcesses                 3         -      1        2          1        3.1 M
 //	CAS/OutOfBandDelete                2         -      2        1          1 (+1)   2.0 M
-//	Claims/TwoProcessesFaults          2         A A    1        2          2        4.7 M
+//	Claims/TwoProcessesFaults          2         A A    1        2          2        4.3 M
 //	Claims/TwoProcessesFaultsOtherID   2         A B    1        2          2        1.5 M
 //	Claims/TwoProcessesRetries         2         A A    2        1          0        7.0 M
 //	Claims/TwoProcessesRetriesOtherID  2         A B    2        1          0        2.8 M
-//	Claims/ThreeProcesses              3         A A B  1        1          0       19.0 M
+//	Claims/ThreeProcesses              3         A A B  1        1          0       19.1 M
 //
 // and in explicit time (time.pml; ticks to TMAX, clock steps):
 //

@@ -83,7 +83,7 @@ var checks = []check{
 	{"Claims/TwoProcessesFaultsOtherID", "claims.pml", with(claimsFaults, otherID), ""},
 	{"Claims/TwoProcessesRetriesOtherID", "claims.pml", with(claimsRetry, otherID), ""},
 	{"Claims/ThreeProcesses", "claims.pml", claimsThree, ""},
-	// The other fix for GONE_INTENT_SKIPPED: lost instead of not confirmed.
+	// The other fix for GONE_INTENT_SKIPPED: lost instead of listed again.
 	{"Claims/TwoProcessesFaults/GoneIntentLost", "claims.pml", with(claimsFaults, "-DGONE_INTENT_LOST"), ""},
 	// In explicit time (time.pml, ADR 0029).
 	{"Time/Judge", "time.pml", timeJudge, ""},
@@ -118,9 +118,11 @@ var checks = []check{
 	{"Claims/Bad/ReopenIgnoresSameID", "claims.pml", with(claimsBad, "-DREOPEN_IGNORES_SAME_ID"), mutualExclusion},
 	{"Claims/Bad/OtherIDShort", "claims.pml", with(with(claimsBad, otherID), "-DOTHER_ID_SHORT"), mutualExclusion},
 	// lock.go's claimsLost before this model found it: a live intent
-	// listed, then gone at its GET, is skipped (fixed: the heartbeat is
-	// not confirmed and is tried again).
+	// listed, then gone at its GET, is skipped (fixed: the vanished
+	// intent's attempt is looked for in a second listing).
 	{"Claims/Bad/GoneIntentSkipped", "claims.pml", with(claimsBad, "-DGONE_INTENT_SKIPPED"), mutualExclusion},
+	// That second listing without its epoch markers.
+	{"Claims/Bad/RelistNoMarkers", "claims.pml", with(claimsBad, "-DRELIST_NO_MARKERS"), claimsEpochs},
 
 	// The findings of issue 23, each as the code was at 0ac0f30 (ADR
 	// 0026–0029).
