@@ -100,7 +100,7 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		hbCancel:  hbCancel,
 		drained:   make(chan struct{}),
 		st:        a.st,
-		scan:      a.scan,
+		scan:      scanner{st: a.scan.st, timeout: a.o.RequestTimeout},
 		o:         a.o,
 		log:       a.log,
 		mode:      a.mode,
@@ -406,11 +406,28 @@ func (l *Lock) untilLost() time.Duration {
 }
 
 // beatContext bounds one heartbeat: cut off when Release begins, when the
-// lock is lost, and by the request timeout, so that one hung request does
-// not eat the lease (it is retried) while a backend that fails over to
-// another endpoint within its own timeouts still gets to.
+// lock is lost, and when the long lease runs out. Each of its requests is
+// bounded by the request timeout (l.request, and l.scan's own), so that
+// one hung request does not eat the lease (the heartbeat is tried again)
+// while a backend that fails over to another endpoint within its own
+// timeouts still gets to. A bound on the whole heartbeat instead cut off
+// the suspended look's later reads on a three-node Garage with a paused
+// node, where each request took seconds, until the holder lost its lock
+// to nobody.
 func (l *Lock) beatContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(l.hb, min(l.o.RequestTimeout, l.untilLost()))
+	return context.WithTimeout(l.hb, l.untilLost())
+}
+
+// request bounds one of the holder's requests by the request timeout.
+func (l *Lock) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.o.RequestTimeout)
+}
+
+// put writes one lock object under the request timeout.
+func (l *Lock) put(ctx context.Context, name string, data []byte, o store.PutOptions) (store.Info, error) {
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	return l.st.Put(ctx, name, data, o)
 }
 
 // beat refreshes the lock once. The record's heartbeat and the lease's
@@ -447,7 +464,7 @@ func (l *Lock) beat() error {
 // fence once no marker above ours shows that someone held it meanwhile.
 func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []byte, version string) error {
 	for adopted := false; ; adopted = true {
-		info, err := l.st.Put(ctx, Name, data, store.PutOptions{IfVersion: version})
+		info, err := l.put(ctx, Name, data, store.PutOptions{IfVersion: version})
 		if err == nil {
 			if l.confirmFresh(sent, rec, info.Version) {
 				return nil
@@ -509,7 +526,7 @@ func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []b
 
 // beatClaims: write our held claim, then list (docs/adr/0020).
 func (l *Lock) beatClaims(ctx context.Context, sent time.Time, rec Record, data []byte) error {
-	info, err := l.st.Put(ctx, l.name, data, store.PutOptions{})
+	info, err := l.put(ctx, l.name, data, store.PutOptions{})
 	if err != nil {
 		return err
 	}
@@ -533,7 +550,9 @@ func (l *Lock) beatClaims(ctx context.Context, sent time.Time, rec Record, data 
 		l.lose(lost)
 		// Our claims are junk now (our heartbeat may just have rewritten
 		// one a break had deleted): ours to delete, nobody else's.
-		_ = deleteAll(context.WithoutCancel(ctx), l.st, l.log, l.name, intentName(rec.AcquisitionID))
+		dctx, cancel := l.request(context.WithoutCancel(ctx))
+		defer cancel()
+		_ = deleteAll(dctx, l.st, l.log, l.name, intentName(rec.AcquisitionID))
 		return nil
 	}
 	l.deleteJunk(ctx, v, rec)
@@ -578,7 +597,10 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 	for _, e := range v.helds {
 		confirmed[e.acq] = true
 	}
-	var threat *entry
+	var (
+		threat   *entry
+		vanished []*entry
+	)
 	for _, e := range append(append([]*entry{}, v.records()...), v.intents...) {
 		if l.mine[e.acq] || e.name == l.name || e.kind == kindIntent && confirmed[e.acq] {
 			continue
@@ -600,39 +622,21 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 			// storage hiccup during a suspension.
 			return nil, fmt.Errorf("reading %s: %w", e.name, err)
 		}
-		if gone {
-			if e.kind == kindIntent {
-				// An intent whose id we cannot learn now: an acquirer with
-				// our id deletes its intent once its held claim and marker
-				// landed, which may be after our listing read them
-				// (lock/model -DGONE_INTENT_SKIPPED). Not confirmed: the
-				// next heartbeat's listing shows that held claim if there
-				// is one. (Yielding is as safe, but ends a holder whenever
-				// a standby's intent comes and goes between our LIST and
-				// GET.)
-				return nil, fmt.Errorf("intent %s vanished between the listing and its read", e.name)
-			}
-			// A listed held claim vanished (released after a tenure we did
-			// not see, lock/model -DGET_404_IGNORED): do not reopen.
+		if gone && e.kind == kindIntent {
+			// An intent whose id we cannot learn now: an acquirer with our
+			// id deletes its intent once its held claim and marker landed,
+			// which may be after our listing read them (lock/model
+			// -DGONE_INTENT_SKIPPED). Looked for in a second listing below.
+			vanished = append(vanished, e)
+			continue
+		}
+		if l.suspendedThreat(a, e, gone, rec, now) {
 			threat = e
 			break
 		}
-		if e.kind != kindIntent && e.readable && e.rec.Epoch > rec.Epoch {
-			// A held claim above our epoch, dead or alive: someone held the
-			// lock after us (its marker may not have landed yet; lock/model
-			// -DHB_NO_EPOCH_CHECK).
-			threat = e
-			break
-		}
-		if e.kind != kindIntent {
-			if vd := a.judge(e, now); vd.kind == vTake {
-				continue // stale, dead, junk: nobody confirming
-			}
-		}
-		if !e.readable || e.rec.InstanceID == rec.InstanceID {
-			threat = e
-			break
-		}
+	}
+	if threat == nil && len(vanished) > 0 {
+		return l.relistVanished(ctx, a, vanished, rec, now)
 	}
 	if threat == nil {
 		return nil, nil
@@ -643,6 +647,64 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		le.Holder = &h
 	}
 	return le, nil
+}
+
+// suspendedThreat reports whether a claim read by a suspended heartbeat
+// (gone: its GET answered 404) may be confirming a holder other than us.
+func (l *Lock) suspendedThreat(a *acquirer, e *entry, gone bool, rec Record, now time.Time) bool {
+	switch {
+	case gone:
+		// A listed held claim vanished (released after a tenure we did not
+		// see, lock/model -DGET_404_IGNORED): do not reopen.
+		return true
+	case e.kind != kindIntent && e.readable && e.rec.Epoch > rec.Epoch:
+		// A held claim above our epoch, dead or alive: someone held the
+		// lock after us (its marker may not have landed yet; lock/model
+		// -DHB_NO_EPOCH_CHECK).
+		return true
+	case e.kind != kindIntent && a.judge(e, now).kind == vTake:
+		return false // stale, dead, junk: nobody confirming
+	}
+	return !e.readable || e.rec.InstanceID == rec.InstanceID
+}
+
+// relistVanished is rule 3 of lock/model/claims.pml: a second listing
+// after a suspended heartbeat's GET of a live intent answered 404. The
+// intent's owner deleted it either after its held claim and epoch marker
+// landed (an acquirer that confirmed: the marker, and its held claim until
+// a release, are in this listing) or when it backed off (nothing of it
+// is). Listing again, rather than leaving the heartbeat not confirmed,
+// keeps a standby whose intents come and go between our LIST and GET at
+// every heartbeat from ending the holder: on a three-node Garage with a
+// paused node, where each request took seconds, it did.
+func (l *Lock) relistVanished(ctx context.Context, a *acquirer, vanished []*entry, rec Record, now time.Time) (*LostError, error) {
+	v, err := l.scan.scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing again after %s vanished at its read: %w", vanished[0].name, err)
+	}
+	if lost, _ := l.claimsLost(ctx, v, rec, false); lost != nil {
+		return lost, nil // a marker above our epoch, or our claim gone
+	}
+	for _, gone := range vanished {
+		for _, e := range v.helds {
+			if e.acq != gone.acq {
+				continue
+			}
+			vanishedHeld, err := l.scan.read(ctx, e)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", e.name, err)
+			}
+			if l.suspendedThreat(a, e, vanishedHeld, rec, now) {
+				le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and an acquirer (%s) whose intent vanished at our read confirmed a claim that may have judged ours dead; stopped writing", e.name)}
+				if e.readable && !vanishedHeld {
+					h := e.rec
+					le.Holder = &h
+				}
+				return le, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // highestHolder reads the held claim with the highest epoch other than
@@ -701,6 +763,8 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 			junk = append(junk, m.name)
 		}
 	}
+	ctx, cancel := l.request(ctx)
+	defer cancel()
 	_ = deleteAll(ctx, l.st, l.log, junk...)
 }
 

@@ -65,6 +65,17 @@ func (v view) records() []*entry {
 // scanner reads the lock's objects of one store.
 type scanner struct {
 	st *store.Store // internal view
+	// timeout, when set, bounds each request (the holder's: RequestTimeout
+	// per request, not per heartbeat).
+	timeout time.Duration
+}
+
+// request bounds one request by the scanner's timeout, if it has one.
+func (s scanner) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 // scan lists every object under listPrefix (one listing). It reads nothing:
@@ -73,6 +84,8 @@ type scanner struct {
 func (s scanner) scan(ctx context.Context) (view, error) {
 	var v view
 	var noClock []*entry
+	ctx, cancel := s.request(ctx)
+	defer cancel()
 	err := s.st.List(ctx, listPrefix, func(info store.Info) error {
 		k, acq, epoch := parseName(info.Name)
 		e := &entry{name: info.Name, kind: k, acq: acq, epoch: epoch, info: info}
@@ -148,6 +161,8 @@ func (e *entry) setAge(now time.Time) {
 // large) is unreadable, not an error; an object that vanished since the
 // listing reports gone. Its age is refreshed from the read's answer.
 func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
+	ctx, cancel := s.request(ctx)
+	defer cancel()
 	data, info, err := s.st.Get(ctx, e.name)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):

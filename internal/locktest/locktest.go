@@ -135,6 +135,7 @@ func Run(t *testing.T, h Harness) {
 		{"SuspendedWhileAnotherIDTries_ReopensNotLost", testSuspendedWithContender, ""},
 		{"SuspendedIntentVanishesAtItsRead_NeverReopens", testSuspendedVanishedIntent, lock.ModeClaims},
 		{"SuspendedReadOfAClaimFails_NotLost", testSuspendedReadFails, lock.ModeClaims},
+		{"SuspendedStandbyIntentsVanishAtEveryRead_Reopens", testSuspendedStandbyIntentsVanish, lock.ModeClaims},
 		{"PausedPastStaleWindow_LosesAndWritesRefused", testPausedHolder, ""},
 		{"StalledFencedWriteAcrossTakeover_CutOffNeverLands", testStalledFencedWrite, ""},
 		{"HungHeartbeatRequest_DoesNotEatTheLease", testHungHeartbeat, ""},

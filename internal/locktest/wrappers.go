@@ -176,6 +176,9 @@ type vanishing struct {
 	// failWith, when set, makes the armed GET fail with it instead, and
 	// nothing is deleted: a read that times out.
 	failWith error
+	// rearm keeps it armed after it fired: every GET of a matching key
+	// finds it deleted.
+	rearm bool
 
 	mu    sync.Mutex
 	armed bool
@@ -188,7 +191,7 @@ func (v *vanishing) Get(ctx context.Context, key string) (io.ReadCloser, backend
 	v.mu.Lock()
 	fire := v.armed && v.match(key)
 	if fire {
-		v.armed = false
+		v.armed = v.rearm
 		v.gone = append(v.gone, key)
 	}
 	v.mu.Unlock()
