@@ -636,7 +636,11 @@ func (l *Lock) claimsLost(ctx context.Context, v view, rec Record, suspended boo
 		}
 	}
 	if threat == nil && len(vanished) > 0 {
-		return l.relistVanished(ctx, a, vanished, rec, now)
+		var lost *LostError
+		var err error
+		if lost, threat, err = l.relistVanished(ctx, a, vanished, rec, now); lost != nil || err != nil {
+			return lost, err
+		}
 	}
 	if threat == nil {
 		return nil, nil
@@ -669,7 +673,9 @@ func (l *Lock) suspendedThreat(a *acquirer, e *entry, gone bool, rec Record, now
 }
 
 // relistVanished is rule 3 of lock/model/claims.pml: a second listing
-// after a suspended heartbeat's GET of a live intent answered 404. The
+// after a suspended heartbeat's GET of a live intent answered 404; it
+// returns the loss that listing shows, or the vanished intent's held
+// claim that threatens us, or neither. The
 // intent's owner deleted it either after its held claim and epoch marker
 // landed (an acquirer that confirmed: the marker, and its held claim until
 // a release, are in this listing) or when it backed off (nothing of it
@@ -677,34 +683,31 @@ func (l *Lock) suspendedThreat(a *acquirer, e *entry, gone bool, rec Record, now
 // keeps a standby whose intents come and go between our LIST and GET at
 // every heartbeat from ending the holder: on a three-node Garage with a
 // paused node, where each request took seconds, it did.
-func (l *Lock) relistVanished(ctx context.Context, a *acquirer, vanished []*entry, rec Record, now time.Time) (*LostError, error) {
+func (l *Lock) relistVanished(ctx context.Context, a *acquirer, vanished []*entry, rec Record, now time.Time) (*LostError, *entry, error) {
 	v, err := l.scan.scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing again after %s vanished at its read: %w", vanished[0].name, err)
+		return nil, nil, fmt.Errorf("listing again after %s vanished at its read: %w", vanished[0].name, err)
 	}
 	if lost, _ := l.claimsLost(ctx, v, rec, false); lost != nil {
-		return lost, nil // a marker above our epoch, or our claim gone
+		return lost, nil, nil // a marker above our epoch, or our claim gone
 	}
-	for _, gone := range vanished {
-		for _, e := range v.helds {
-			if e.acq != gone.acq {
-				continue
-			}
-			vanishedHeld, err := l.scan.read(ctx, e)
-			if err != nil {
-				return nil, fmt.Errorf("reading %s: %w", e.name, err)
-			}
-			if l.suspendedThreat(a, e, vanishedHeld, rec, now) {
-				le := &LostError{Reason: fmt.Sprintf("the lock was not confirmed for longer than its lease, and an acquirer (%s) whose intent vanished at our read confirmed a claim that may have judged ours dead; stopped writing", e.name)}
-				if e.readable && !vanishedHeld {
-					h := e.rec
-					le.Holder = &h
-				}
-				return le, nil
-			}
+	gone := map[string]bool{}
+	for _, e := range vanished {
+		gone[e.acq] = true
+	}
+	for _, e := range v.helds {
+		if !gone[e.acq] {
+			continue
+		}
+		heldGone, err := l.scan.read(ctx, e)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading %s: %w", e.name, err)
+		}
+		if l.suspendedThreat(a, e, heldGone, rec, now) {
+			return nil, e, nil
 		}
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // highestHolder reads the held claim with the highest epoch other than

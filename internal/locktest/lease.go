@@ -410,9 +410,13 @@ func testSuspendedVanishedIntent(t *testing.T, e *env) {
 	// The intent's owner still holds (its held claim and marker are in the
 	// holder's second listing), or it already released (its marker alone:
 	// lock/model -DRELIST_NO_MARKERS).
-	for _, released := range []bool{false, true} {
-		e.part(t, map[bool]string{false: "OwnerHolds", true: "OwnerReleased"}[released], func(t *testing.T, e *env) {
-			root := fmt.Sprintf("suspended-vanished-%t", released)
+	for _, c := range []struct {
+		name     string
+		released bool
+	}{{"OwnerHolds", false}, {"OwnerReleased", true}} {
+		released := c.released
+		e.part(t, c.name, func(t *testing.T, e *env) {
+			root := "suspended-vanished-" + c.name
 			f := fault.New(e.b)
 			v := &vanishing{Backend: f, match: hasSuffix("-1-intent")}
 			a := e.acquire(e.storeRoot(v, root), e.opts("pod-a"))
