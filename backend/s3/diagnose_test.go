@@ -15,7 +15,7 @@ import (
 	"github.com/cairnhq/state/backend/s3"
 	"github.com/cairnhq/state/internal/s3admin"
 	"github.com/cairnhq/state/internal/s3diag"
-	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil/garage"
 )
 
@@ -193,13 +193,13 @@ func TestDiagnose_HungEndpoint_OneAttemptWithinItsTimeouts(t *testing.T) {
 		ctx      time.Duration
 		says     []string
 	}{
-		{"accepts, never answers", testutil.SilentEndpoint(t),
+		{"accepts, never answers", testserver.SilentEndpoint(t),
 			func(o *s3.Options) { o.ResponseTimeout = time.Second }, time.Minute,
 			[]string{"no answer from", "after 1 attempt", "sent no response headers within 1s (response timeout)"}},
-		{"never accepts", testutil.NeverAcceptingEndpoint(t),
+		{"never accepts", testserver.NeverAcceptingEndpoint(t),
 			func(o *s3.Options) { o.ConnectTimeout = time.Second }, time.Minute,
 			[]string{"did not accept a connection within 1s (connect timeout)"}},
-		{"the caller's deadline first", testutil.SilentEndpoint(t),
+		{"the caller's deadline first", testserver.SilentEndpoint(t),
 			func(o *s3.Options) { o.ResponseTimeout = 5 * time.Minute }, time.Second,
 			[]string{"context deadline exceeded"}},
 	} {
@@ -258,7 +258,7 @@ func TestDiagnose_OneOfTwoEndpointsDown_TheOtherDecides(t *testing.T) {
 	}{
 		{"second down", []string{srv.Endpoint, down}, 0},
 		{"first down", []string{down, srv.Endpoint}, 1},
-		{"both down", []string{down, testutil.SilentEndpoint(t)}, -1},
+		{"both down", []string{down, testserver.SilentEndpoint(t)}, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			opts := srv.Options(bucket)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/internal/testserver"
 )
 
 // An endpoint that accepts connections and never answers — a hung server,
@@ -22,7 +22,7 @@ import (
 // the timeout. (cairn-state ls printed nothing for 120 s against one.)
 func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
 	t.Parallel()
-	endpoint := testutil.SilentEndpoint(t)
+	endpoint := testserver.SilentEndpoint(t)
 	b := defaultBackend(t, endpoint)
 	start := time.Now()
 	err := b.List(t.Context(), "", func(backend.Object) error { return nil })
@@ -55,7 +55,7 @@ func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
 // (SYNs are dropped). The connect timeout gives it up.
 func TestHungEndpoint_NeverAccepts_ConnectTimeoutNamesIt(t *testing.T) {
 	t.Parallel()
-	endpoint := testutil.NeverAcceptingEndpoint(t)
+	endpoint := testserver.NeverAcceptingEndpoint(t)
 	b := defaultBackend(t, endpoint)
 	start := time.Now()
 	_, err := b.Put(t.Context(), "k", []byte("v"), backend.PutOptions{})

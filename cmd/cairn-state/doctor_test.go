@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
@@ -322,7 +323,7 @@ func TestDoctor_MissingBucket_FailsTheBucketLine_Exit1(t *testing.T) {
 // endpoint line naming it and the timeout that fired.
 func TestDoctor_HungEndpoint_FailsWithinTheTimeout_NamingIt(t *testing.T) {
 	t.Parallel()
-	ep := testutil.SilentEndpoint(t)
+	ep := testserver.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), env: fakeCredentials, url: "s3://bucket?endpoint=" + ep + "&region=garage"}
 	for _, c := range []struct {
 		args   []string
@@ -377,7 +378,7 @@ func TestDoctor_SeveralEndpoints_OneDown_WarnsAndStaysUsable(t *testing.T) {
 	}
 	doc.wantCheck(t, checkBucket, statusOK)
 
-	tg.url = fmt.Sprintf("s3://%s?endpoint=%s,%s&region=%s", bucket, down, testutil.SilentEndpoint(t), srv.Region)
+	tg.url = fmt.Sprintf("s3://%s?endpoint=%s,%s&region=%s", bucket, down, testserver.SilentEndpoint(t), srv.Region)
 	r, doc = tg.doctor(t, nil, "--timeout", "5s")
 	r.must(t, exitFail)
 	for _, c := range doc.Checks {
@@ -408,7 +409,7 @@ func TestDoctor_ConditionalOnAgainstGarage_Fails(t *testing.T) {
 // context fire at the same instant: either is the connect timeout).
 func TestDoctor_NeverAcceptingEndpoint_NamesTheConnectTimeout(t *testing.T) {
 	t.Parallel()
-	ep := testutil.NeverAcceptingEndpoint(t)
+	ep := testserver.NeverAcceptingEndpoint(t)
 	tg := &target{dir: t.TempDir(), env: fakeCredentials, url: "s3://bucket?endpoint=" + ep + "&region=garage"}
 	for range 3 {
 		r, doc := tg.doctor(t, nil, "--timeout", "3s")

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/internal/testserver"
 )
 
 // TestTimeout_NeverAcceptingEndpoint_LsFailsWithinTheBudget_NamingIt: the
@@ -15,7 +15,7 @@ import (
 // never accepts.
 func TestTimeout_NeverAcceptingEndpoint_LsFailsWithinTheBudget_NamingIt(t *testing.T) {
 	t.Parallel()
-	ep := testutil.NeverAcceptingEndpoint(t)
+	ep := testserver.NeverAcceptingEndpoint(t)
 	host := strings.TrimPrefix(ep, "http://")
 	tg := &target{dir: t.TempDir(), url: "s3://bucket?endpoint=" + ep + "&region=garage", env: fakeCredentials}
 	for _, c := range []struct {

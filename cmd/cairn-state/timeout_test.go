@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/internal/testserver"
 )
 
 // fakeCredentials give a CLI run static S3 credentials, isolated from the
@@ -48,7 +48,7 @@ func overBudget(t *testing.T, tg *target, took, budget time.Duration) bool {
 // and the timeout that fired.
 func TestTimeout_HungEndpoint_LsFailsWithinTheBudget_NamingTheEndpoint(t *testing.T) {
 	t.Parallel()
-	ep := testutil.SilentEndpoint(t)
+	ep := testserver.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket/apps/one?endpoint=" + ep + "&region=garage", env: fakeCredentials}
 	for _, c := range []struct {
 		args    []string
@@ -84,7 +84,7 @@ func TestTimeout_HungEndpoint_LsFailsWithinTheBudget_NamingTheEndpoint(t *testin
 // endpoint. Both fit in the budget.
 func TestTimeout_HungEndpoint_WriteWithProbeCleanUpFailsWithinTheBudget(t *testing.T) {
 	t.Parallel()
-	ep := testutil.SilentEndpoint(t)
+	ep := testserver.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket?endpoint=" + ep + "&region=garage", env: fakeCredentials}
 	id, _ := tg.keygen(t, "id.txt")
 	for _, budget := range []time.Duration{defaultTimeout, 3 * time.Second} {
@@ -107,7 +107,7 @@ func TestTimeout_HungEndpoint_WriteWithProbeCleanUpFailsWithinTheBudget(t *testi
 // budget fills the rest.
 func TestTimeout_URLParametersWin(t *testing.T) {
 	t.Parallel()
-	ep := testutil.SilentEndpoint(t)
+	ep := testserver.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket?endpoint=" + ep + "&region=garage&response_timeout=1s&max_attempts=1", env: fakeCredentials}
 	r, took := tg.timed(t, nil, "--timeout", "20s", "ls")
 	r.must(t, exitFail)
