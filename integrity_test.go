@@ -51,7 +51,7 @@ func TestOpen_MigrationLogDeleted_RefusedNamingIt_SeedNotRerun(t *testing.T) {
 		if err := inst.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Delete(ctx, store.Prefix+migrate.LogName, backend.DeleteOptions{}); err != nil {
+		if err := b.Delete(ctx, store.Prefix+storemeta.MigrationLogName, backend.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := state.Open(ctx, cfg)

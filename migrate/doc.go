@@ -24,7 +24,7 @@
 // # The log
 //
 // The log is one sealed JSON object under the reserved state name
-// ".migrations" ([LogName]), read with [Applied] (what `cairn-state migrate
+// ".migrations", read with [Applied] (what `cairn-state migrate
 // status` shows). [Plan] lists each step of a slice with its state without
 // writing anything, for a dry run.
 //

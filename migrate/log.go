@@ -15,7 +15,7 @@ import (
 // logVersion is the format version of the log object; see ADR 0010.
 const logVersion = 1
 
-// logDoc is the JSON document stored, sealed, under LogName.
+// logDoc is the JSON document stored, sealed, under logName.
 type logDoc struct {
 	Version int      `json:"version"`
 	Records []Record `json:"records"`
@@ -63,10 +63,10 @@ func (lg *logDoc) appliedAfter(rest []Migration) string {
 func decodeLog(data []byte) (*logDoc, error) {
 	var lg logDoc
 	if err := json.Unmarshal(data, &lg); err != nil {
-		return nil, fmt.Errorf("migration log %s: %w", LogName, err)
+		return nil, fmt.Errorf("migration log %s: %w", logName, err)
 	}
 	if lg.Version != logVersion {
-		return nil, fmt.Errorf("migration log %s: format version %d, this code reads version %d", LogName, lg.Version, logVersion)
+		return nil, fmt.Errorf("migration log %s: format version %d, this code reads version %d", logName, lg.Version, logVersion)
 	}
 	return &lg, nil
 }
@@ -81,10 +81,10 @@ var ErrLogMissing = errors.New("the migration log is missing, but the store's ma
 // store's manifest says it exists (ErrLogMissing). exists reports
 // whether it was there.
 func readLog(ctx context.Context, st *store.Store) (lg *logDoc, exists bool, err error) {
-	data, _, err := storeadmin.Internal(st).Get(ctx, LogName)
+	data, _, err := storeadmin.Internal(st).Get(ctx, logName)
 	if isNotFound(err) {
 		if m, ok := storeadmin.Manifest(st); ok && m.MigrationLog {
-			key, _ := storeadmin.Key(storeadmin.Internal(st), LogName)
+			key, _ := storeadmin.Key(storeadmin.Internal(st), logName)
 			return nil, false, fmt.Errorf("migrations: %w: %s is gone, but the manifest of store %s (generation %d) records it; "+
 				"restore it from a backup (no migration was run again)", ErrLogMissing, key, m.ID, m.Generation)
 		}
@@ -113,7 +113,7 @@ func recordLog(ctx context.Context, st *store.Store) error {
 // written.
 func updateLog(ctx context.Context, st *store.Store, fn func(*logDoc) error) (*logDoc, error) {
 	var out *logDoc
-	_, err := storeadmin.Internal(st).Update(ctx, LogName, func(old []byte, exists bool) ([]byte, error) {
+	_, err := storeadmin.Internal(st).Update(ctx, logName, func(old []byte, exists bool) ([]byte, error) {
 		lg := &logDoc{Version: logVersion}
 		if exists {
 			var err error

@@ -8,12 +8,13 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
 
-// LogName is the reserved state name of the migration log.
-const LogName = ".migrations"
+// logName is the reserved state name of the migration log.
+const logName = storemeta.MigrationLogName
 
 // maxIDLen bounds a migration ID; IDs are names for humans, not payloads.
 const maxIDLen = 200
@@ -223,7 +224,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 		if !opts.AllowUnknown {
 			return res, fmt.Errorf("migrations: %w: %q are recorded as applied in %s but are not in the list given to Run "+
 				"(was the state migrated by a newer version?); set Options.AllowUnknown to proceed anyway",
-				ErrUnknownMigration, unknown, LogName)
+				ErrUnknownMigration, unknown, logName)
 		}
 		logger.Warn("migration log has applied steps this code does not know; proceeding (AllowUnknown)", "ids", unknown)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storemeta"
-	"github.com/cairnhq/state/migrate"
 )
 
 func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *testing.T) {
@@ -48,7 +47,7 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, value := range map[string]string{"config/admins": "mallory", migrate.LogName: `{"forged":true}`} {
+	for name, value := range map[string]string{"config/admins": "mallory", storemeta.MigrationLogName: `{"forged":true}`} {
 		sealed, err := forge.Seal(name, []byte(value))
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +56,7 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 			t.Fatal(err)
 		}
 	}
-	forgedLog := rawBytes(t, tg, migrate.LogName)
+	forgedLog := rawBytes(t, tg, storemeta.MigrationLogName)
 	if err := os.Remove(lostID); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +76,7 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 	before := rawSnapshot(t, tg)
 	args := []string{"rekey", "--identity", newID, "--recovery-identity", recoveryID, "--allow-unauthenticated", "--recipient", recovery}
 	plan := decode[rekeyPlanDoc](t, tg.cli(t, nil, append(args, "--json")...).must(t, exitFail))
-	if !slices.Equal(plan.Unauthenticated, []string{".history/x/" + xVersion, "config/admins", "x"}) || !slices.Equal(plan.ReservedLeft, []string{migrate.LogName}) {
+	if !slices.Equal(plan.Unauthenticated, []string{".history/x/" + xVersion, "config/admins", "x"}) || !slices.Equal(plan.ReservedLeft, []string{storemeta.MigrationLogName}) {
 		t.Errorf("rekey plan = %+v, want x, its kept version and config/admins unauthenticated, the migration log left", plan)
 	}
 	r := tg.cli(t, nil, args...).must(t, exitFail)
@@ -89,7 +88,7 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 	}
 
 	r = tg.cli(t, nil, append(args, "--yes")...).must(t, exitOK)
-	if !strings.Contains(r.stdout, "config/admins") || !strings.Contains(r.stderr, "left "+migrate.LogName) {
+	if !strings.Contains(r.stdout, "config/admins") || !strings.Contains(r.stderr, "left "+storemeta.MigrationLogName) {
 		t.Errorf("rekey --yes does not say what it re-sealed unauthenticated and what it left:\n%s", r)
 	}
 	if r := tg.cli(t, nil, "get", "x", "--identity", newID).must(t, exitOK); r.stdout != "precious" {
@@ -98,12 +97,12 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 	// The forged migration log was never opened through the recovery key,
 	// so it is not laundered into authenticated state: same bytes, and it
 	// does not open with the new key.
-	if !bytes.Equal(rawBytes(t, tg, migrate.LogName), forgedLog) {
+	if !bytes.Equal(rawBytes(t, tg, storemeta.MigrationLogName), forgedLog) {
 		t.Error("the forged migration log was rewritten")
 	}
 	tg.cli(t, nil, "migrate", "status", "--identity", newID).must(t, exitFail)
 	v := decode[verifyDoc](t, tg.cli(t, nil, "verify", "--identity", newID, "--json").must(t, exitFail))
-	if len(v.Failed) != 1 || v.Failed[0].Name != migrate.LogName {
+	if len(v.Failed) != 1 || v.Failed[0].Name != storemeta.MigrationLogName {
 		t.Errorf("verify after the recovery: %+v", v.Failed)
 	}
 	// The recovery key no longer opens the store as an identity either,

@@ -18,6 +18,10 @@ import (
 // identity: <root>/.cairn-state/.store (docs/adr/0021).
 const ManifestName = ".store"
 
+// MigrationLogName is the reserved state name of the migration log
+// package migrate keeps (docs/adr/0033).
+const MigrationLogName = ".migrations"
+
 // The lock modes a [Manifest] records: how every instance of the store
 // takes its lock, decided once, when the store is created, from what the
 // storage did then (the names of the lock package's modes).
