@@ -51,8 +51,8 @@ func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUn
 	// compare everything but the lock object itself, which its heartbeat
 	// rewrites.
 	after := testkit.Snapshot(t, b)
-	delete(before, store.Prefix+lock.Name)
-	delete(after, store.Prefix+lock.Name)
+	delete(before, store.Prefix+storemeta.LockName)
+	delete(after, store.Prefix+storemeta.LockName)
 	if !maps.Equal(before, after) {
 		t.Errorf("a refused open changed the store: %v → %v", before, after)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
-	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
 )
@@ -182,7 +181,7 @@ func TestOpen_WritesStampedWithTheLocksEpochAndSequence(t *testing.T) {
 		t.Fatalf("epoch %d: the second boot should be at 2 at least", epoch)
 	}
 	st := connectT(t, b, id)
-	obj, err := storeadmin.Internal(st).GetObject(ctx, lock.Name)
+	obj, err := storeadmin.Internal(st).GetObject(ctx, storemeta.LockName)
 	if err != nil {
 		t.Fatal(err)
 	}

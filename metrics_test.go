@@ -10,8 +10,8 @@ import (
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/metricname"
 	"github.com/cairnhq/state/internal/testkit"
-	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
 
@@ -45,7 +45,7 @@ func TestOpen_MeterProvider_StoreAndLockReport(t *testing.T) {
 					}
 				case metricdata.Sum[int64]:
 					for _, dp := range d.DataPoints {
-						if v, ok := dp.Attributes.Value(lock.AttrOutcome); ok {
+						if v, ok := dp.Attributes.Value(metricname.AttrOutcome); ok {
 							out[m.Name+"/"+v.AsString()] += dp.Value
 						} else {
 							out[m.Name] += dp.Value
@@ -63,7 +63,7 @@ func TestOpen_MeterProvider_StoreAndLockReport(t *testing.T) {
 		return out
 	}
 	got := collect()
-	if got[lock.MetricHeld] != 1 || got[lock.MetricEpoch] != 1 || got[lock.MetricAcquisitions+"/acquired"] != 1 {
+	if got[metricname.LockHeld] != 1 || got[metricname.LockEpoch] != 1 || got[metricname.LockAcquisitions+"/acquired"] != 1 {
 		t.Errorf("lock metrics = %v, want held 1, epoch 1, one acquisition", got)
 	}
 	// The application's put, and the lock's own writes through the store.
@@ -76,7 +76,7 @@ func TestOpen_MeterProvider_StoreAndLockReport(t *testing.T) {
 	if err := inst.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := collect()[lock.MetricHeld]; ok {
+	if _, ok := collect()[metricname.LockHeld]; ok {
 		t.Error("the lock's gauges are still reported after Close")
 	}
 }

@@ -179,7 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		backend:     b,
 		ownsBackend: cfg.Backend == nil,
 		store:       st,
-		fenced:      st.WithFence(l),
+		fenced:      l.Fence(st),
 		lock:        l,
 		migrations:  res,
 		logger:      logger,

@@ -23,6 +23,7 @@ import (
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/setup"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
@@ -392,7 +393,7 @@ func connectT(t *testing.T, b backend.Backend, id age.Identity) *store.Store {
 // assertNoLock fails unless b holds no lock object.
 func assertNoLock(t *testing.T, b backend.Backend) {
 	t.Helper()
-	rc, _, err := b.Get(context.Background(), store.Prefix+lock.Name)
+	rc, _, err := b.Get(context.Background(), store.Prefix+storemeta.LockName)
 	if err == nil {
 		rc.Close()
 		t.Fatal("a lock object was left behind")

@@ -81,7 +81,7 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 			}
 			acq := newAcquisitionID()
 			sent = time.Now()
-			rec = a.record(acq, StateHeld, e, sent)
+			rec = a.record(acq, stateHeld, e, sent)
 			data, err := rec.encode()
 			if err != nil {
 				return nil, fmt.Errorf("lock: acquire: %w", err)
@@ -93,7 +93,7 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 				po.IfAbsent = true
 			}
 			rctx, cancel := a.request(ctx)
-			info, err = a.st.Put(rctx, Name, data, po)
+			info, err = a.st.Put(rctx, lockName, data, po)
 			cancel()
 			a.mine[acq] = true
 			if err != nil {
@@ -149,7 +149,7 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 			}
 			continue
 		}
-		l := newLock(a, Name, rec, info.Version, sent, a.cleanupList(v2, rec, ""))
+		l := newLock(a, lockName, rec, info.Version, sent, a.cleanupList(v2, rec, ""))
 		attrs := []any{"epoch", rec.Epoch, "mode", a.mode}
 		a.logTakeovers(d.takeovers, attrs...)
 		a.log.Info("state lock acquired", attrs...)
@@ -163,7 +163,7 @@ func (a *acquirer) abandon(ctx context.Context, version string, epoch uint64, wh
 	a.log.Warn("state lock: abandoning our acquisition and starting over", "epoch", epoch, "why", why)
 	rctx, cancel := a.request(context.WithoutCancel(ctx))
 	defer cancel()
-	if err := a.st.Delete(rctx, Name, store.DeleteOptions{IfVersion: version}); err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, backend.ErrPreconditionFailed) {
+	if err := a.st.Delete(rctx, lockName, store.DeleteOptions{IfVersion: version}); err != nil && !errors.Is(err, backend.ErrNotFound) && !errors.Is(err, backend.ErrPreconditionFailed) {
 		a.log.Warn("state lock: could not remove our abandoned lock object; it goes stale on its own", "err", err)
 	}
 }

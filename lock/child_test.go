@@ -85,7 +85,7 @@ func childMain() int {
 		defer t.Stop()
 		tick = t.C
 	}
-	fenced := st.WithFence(l)
+	fenced := l.Fence(st)
 	for {
 		select {
 		case <-tick:

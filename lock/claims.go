@@ -72,7 +72,7 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 		return info, err
 	}
 
-	rec := a.record(acq, StateIntent, 0, time.Now())
+	rec := a.record(acq, stateIntent, 0, time.Now())
 	intent, err := put(intentName(acq), rec)
 	if err != nil {
 		return nil, decision{}, false, fmt.Errorf("write intent: %w", err)
@@ -93,7 +93,7 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 		return nil, decision{}, false, err
 	}
 	sent := time.Now()
-	rec.State, rec.Epoch, rec.Heartbeat = StateHeld, e, sent.UTC()
+	rec.State, rec.Epoch, rec.Heartbeat = stateHeld, e, sent.UTC()
 	info, err := put(heldName(acq), rec)
 	if err != nil {
 		return nil, decision{}, true, fmt.Errorf("confirm: %w", err)

@@ -175,7 +175,7 @@ func startClusterHolder(t *testing.T, st *store.Store, o lock.Options) (l *lock.
 	if err != nil {
 		t.Fatal(err)
 	}
-	w = &fencedWriter{st: st.WithFence(l)}
+	w = &fencedWriter{st: l.Fence(st)}
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.run(wctx) }()

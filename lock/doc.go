@@ -4,7 +4,7 @@
 // takes it ([Acquire]) before it runs migrations, a goroutine refreshes it
 // while the instance runs, and [Lock.Release] removes it on graceful
 // shutdown. Every object of the lock is under <root>/.cairn-state/.lock
-// (the lock object [Name] and the claims and markers below .lock.d/),
+// (the lock object .lock and the claims and markers below .lock.d/),
 // sealed like all state but for the epoch markers, whose number is their
 // name.
 //
@@ -14,12 +14,11 @@
 // refused (or waited for, Options.WaitForStale); a stale one, one whose
 // process is dead, or one unreadable and stale is taken over. The holder's
 // fence is open for 1.25 heartbeat intervals after its last confirmed
-// write: [Lock.Err] is nil and stores fenced with the lock
-// (store.Store.WithFence) write; past that it is suspended
-// ([ErrSuspended]) until a heartbeat confirms it, and once another may
-// have taken it, lost ([ErrLost], [Lock.Lost], [Lock.Context]). Every
-// acquisition has an epoch above every earlier one, which every fenced
-// write carries.
+// write: [Lock.Err] is nil and stores fenced with the lock ([Lock.Fence])
+// write; past that it is suspended ([ErrSuspended]) until a heartbeat
+// confirms it, and once another may have taken it, lost ([ErrLost],
+// [Lock.Lost], [Lock.Context]). Every acquisition has an epoch above every
+// earlier one, which every fenced write carries.
 //
 // Where the storage enforces conditional writes ([ModeCAS]) the lock is
 // one object written with compare-and-swap; where it does not
@@ -28,9 +27,20 @@
 // consistency (docs/adr/0020). Both are model-checked with spin
 // (lock/model). The lock guards against a second instance started by
 // mistake, not against a hostile one with write access to the bucket.
-// With Options.MeterProvider set it reports through OpenTelemetry
-// ([MetricHeld], [MetricEpoch], [MetricAcquisitions], …; docs/adr/0024).
 //
 // docs/lock.md gives the whole protocol, what it guarantees and what it
 // assumes, with the figures measured on it.
+//
+// # Metrics
+//
+// With Options.MeterProvider set the lock reports through OpenTelemetry
+// (docs/adr/0024), under the scope "github.com/cairnhq/state/lock": the
+// gauges cairn_state.lock.held, cairn_state.lock.suspended (1 or 0),
+// cairn_state.lock.epoch and cairn_state.lock.heartbeat.age (seconds
+// since the last confirmed write), observed from acquisition until
+// Release returns; the counters cairn_state.lock.acquisitions by
+// cairn_state.outcome (acquired, refused_held, refused_duplicate,
+// refused_unreadable, error) and cairn_state.lock.losses by
+// cairn_state.lock.loss.reason (taken_over, broken, lease_expired).
+// docs/lock.md says what each means.
 package lock

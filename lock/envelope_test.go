@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
@@ -48,7 +49,7 @@ func TestAcquire_LockSealedToAnotherKey_RefusedWhileFreshWithoutRetry(t *testing
 	if !errors.As(err, &he) || he.Unreadable == "" || !strings.Contains(err.Error(), "held by an instance whose key this process does not hold") {
 		t.Fatalf("Acquire over a live lock sealed to another key = %v, want a refusal saying whose key", err)
 	}
-	if want := map[string]int{lock.Name: 1}; !maps.Equal(gets, want) {
+	if want := map[string]int{storemeta.LockName: 1}; !maps.Equal(gets, want) {
 		t.Fatalf("gets per object %v, want %v (no retry for a typed envelope error)", gets, want)
 	}
 	if l.Err() != nil {

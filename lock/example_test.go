@@ -27,7 +27,7 @@ func ExampleAcquire() {
 		fmt.Println(err)
 		return
 	}
-	app := st.WithFence(l) // refuses writes once the lock is lost or released
+	app := l.Fence(st) // refuses writes once the lock is lost or released
 	if _, err := app.Put(ctx, "counter", []byte("1"), store.PutOptions{}); err != nil {
 		fmt.Println(err)
 	}

@@ -77,7 +77,7 @@ func inspect(ctx context.Context, st *store.Store, o lockhook.InspectOptions) (s
 			if err != nil {
 				return status{}, fmt.Errorf("lock: inspect: %w", err)
 			}
-			c.State, c.Live = StateIntent, live
+			c.State, c.Live = stateIntent, live
 		case kindHeld, kindUnknown:
 			if e.kind == kindUnknown {
 				e.read, e.why = true, fmt.Errorf("%w: a name the lock does not write", errMalformed)
@@ -87,7 +87,7 @@ func inspect(ctx context.Context, st *store.Store, o lockhook.InspectOptions) (s
 				continue
 			}
 			if e.kind == kindHeld {
-				c.State = StateHeld
+				c.State = stateHeld
 			}
 			c.Live = a.judge(e, now).kind == vRefuse
 		}

@@ -29,11 +29,12 @@ const (
 //
 // Its fence (docs/adr/0019, 0027) is open while less than 1.25 heartbeat
 // intervals have passed since the send time of its last confirmed write:
-// [Lock.Err] is nil and fenced store views write, each write admitted by
-// [Lock.Enter] and bounded by [Lock.Deadline]. After that the lock is suspended — Err matches
-// [ErrSuspended], writes are refused, the heartbeat keeps trying and a
-// confirmed heartbeat reopens the fence — until the stale window less its
-// margin has passed, when it is lost. Loss (that, or a heartbeat that finds
+// [Lock.Err] is nil and store views fenced with the lock ([Lock.Fence])
+// write, each write admitted by the fence and bounded by the lease's end.
+// After that the lock is suspended — Err matches [ErrSuspended], writes
+// are refused, the heartbeat keeps trying and a confirmed heartbeat
+// reopens the fence — until the stale window less its margin has passed,
+// when it is lost. Loss (that, or a heartbeat that finds
 // another holder, a higher epoch, or our record gone) closes [Lock.Lost],
 // cancels [Lock.Context] and makes Err match [ErrLost] for good. A Lock is
 // safe for concurrent use.
@@ -71,7 +72,7 @@ type Lock struct {
 	// last confirmed write (a heartbeat must then re-check before it
 	// reopens; lapsedLocked is the one place that decides).
 	suspended bool
-	// inflight counts the fenced writes admitted by Enter and not done;
+	// inflight counts the fenced writes admitted by enter and not done;
 	// drained is closed once Release has closed the fence and inflight
 	// is zero.
 	inflight int
@@ -137,11 +138,11 @@ func (l *Lock) Record() Record {
 // Mode returns how the lock is enforced on this store.
 func (l *Lock) Mode() Mode { return l.mode }
 
-// Guards reports whether l is the lock of st: the same backend and the
+// guards reports whether l is the lock of st: the same backend and the
 // same key prefix (root). Code that writes under the lock's protection, such
 // as the migration runner, checks it so that a lock held on one store does
-// not license writes to another.
-func (l *Lock) Guards(st *store.Store) bool {
+// not license writes to another (internal/lockadmin.Guards).
+func (l *Lock) guards(st *store.Store) bool {
 	return st != nil && storeadmin.KeyPrefix(st) == storeadmin.KeyPrefix(l.st) && sameBackend(storeadmin.Backend(st), storeadmin.Backend(l.st))
 }
 
@@ -159,7 +160,8 @@ func sameBackend(a, b backend.Backend) (same bool) {
 // Err returns nil while the fence is open; an error matching ErrSuspended
 // while the lease has run out and no heartbeat has confirmed the lock
 // again; a *LostError (matching ErrLost) once it is lost; ErrReleased
-// after Release. It satisfies store.Fence, with Deadline.
+// after Release. Stores fenced with the lock ([Lock.Fence]) refuse writes
+// while it is not nil.
 //
 // Err checks the lease itself on both this process's monotonic clock
 // (which stands still while a VM is suspended) and its wall clock (which
@@ -174,11 +176,11 @@ func (l *Lock) Err() error {
 	return l.checkLeaseLocked(time.Now())
 }
 
-// Deadline returns when the fence closes unless a heartbeat confirms the
+// deadline returns when the fence closes unless a heartbeat confirms the
 // lock again: the send time of the last confirmed write plus 1.25
 // heartbeat intervals. Fenced writes run under it (store.Fence). After
 // loss or release it is a time in the past.
-func (l *Lock) Deadline() (time.Time, bool) {
+func (l *Lock) deadline() (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != held {
@@ -187,13 +189,13 @@ func (l *Lock) Deadline() (time.Time, bool) {
 	return l.confirmed.Add(l.o.lease()), true
 }
 
-// Enter admits one fenced write (store.Fence): it fails as Err does when
+// enter admits one fenced write (store.Fence): it fails as Err does when
 // the fence is not open, and otherwise counts the write as in flight until
 // done is called. [Lock.Release] closes the fence, then waits for every
 // admitted write to be done before it deletes the lock, so that a write
 // that began before Release cannot land after the next holder's first
 // write (docs/adr/0026).
-func (l *Lock) Enter() (done func(), err error) {
+func (l *Lock) enter() (done func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.state != held {
@@ -464,7 +466,7 @@ func (l *Lock) beat() error {
 // fence once no marker above ours shows that someone held it meanwhile.
 func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []byte, version string) error {
 	for adopted := false; ; adopted = true {
-		info, err := l.put(ctx, Name, data, store.PutOptions{IfVersion: version})
+		info, err := l.put(ctx, lockName, data, store.PutOptions{IfVersion: version})
 		if err == nil {
 			if l.confirmFresh(sent, rec, info.Version) {
 				return nil
@@ -871,7 +873,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // request is spent telling the two apart (docs/adr/0055). Another version
 // is looked at: a heartbeat of ours that landed unseen, or a new holder.
 func (l *Lock) releaseCAS(ctx context.Context) error {
-	key, err := storeadmin.Key(l.st, Name)
+	key, err := storeadmin.Key(l.st, lockName)
 	if err != nil {
 		return err
 	}
@@ -895,7 +897,7 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 		if v.lock.rec.AcquisitionID == l.rec.AcquisitionID {
 			// Ours, at a version we did not see: a heartbeat that landed
 			// while Release cut off its answer.
-			if err := l.st.Delete(ctx, Name, store.DeleteOptions{IfVersion: v.lock.info.Version}); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			if err := l.st.Delete(ctx, lockName, store.DeleteOptions{IfVersion: v.lock.info.Version}); err != nil && !errors.Is(err, backend.ErrNotFound) {
 				return err
 			}
 			return nil

@@ -9,59 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-)
 
-// The lock's instruments (docs/adr/0024), created on Options.MeterProvider
-// when it is set. The four gauges are observed at each collection from the
-// [Lock] that [Acquire] returned, from its acquisition until
-// [Lock.Release] returns; the counters count every Acquire and every loss.
-// They describe one lock per MeterProvider: a process that holds the
-// locks of several stores gives each its own provider (or resource).
-const (
-	// MetricHeld is an observable gauge (unit 1): 1 while the lock is
-	// held (its fence open or suspended), 0 once it is lost.
-	MetricHeld = "cairn_state.lock.held"
-	// MetricSuspended is an observable gauge (unit 1): 1 while the lock
-	// is held but its fence is suspended (no heartbeat confirmed within
-	// its lease: writes are refused, [ErrSuspended]), else 0.
-	MetricSuspended = "cairn_state.lock.suspended"
-	// MetricEpoch is an observable gauge (unit {epoch}): the fencing
-	// epoch of this holder's acquisition.
-	MetricEpoch = "cairn_state.lock.epoch"
-	// MetricHeartbeatAge is an observable gauge (unit s): the time since
-	// the send time of the last write the lock knows is on the store (the
-	// acquisition or the last confirmed heartbeat), on this process's
-	// clock. It stays below the heartbeat interval while all is well,
-	// passes 1.25 intervals when the fence suspends, and keeps growing
-	// after a loss.
-	MetricHeartbeatAge = "cairn_state.lock.heartbeat.age"
-	// MetricAcquisitions is a counter (unit {acquisition}) of Acquire
-	// calls by outcome (AttrOutcome). An Acquire that waits
-	// (WaitForStale) or watches counts once, when it returns.
-	MetricAcquisitions = "cairn_state.lock.acquisitions"
-	// MetricLosses is a counter (unit {loss}) of held locks lost, by
-	// reason (AttrLossReason).
-	MetricLosses = "cairn_state.lock.losses"
-)
-
-// The attributes of the lock's counters; their values are the fixed lists
-// below.
-const (
-	// AttrOutcome is how an Acquire ended: acquired; refused_held (a live
-	// instance holds the lock); refused_duplicate (a live process with
-	// our instance id holds it, [HeldError].Duplicate); refused_unreadable
-	// (a fresh lock this process cannot read, [HeldError].Unreadable);
-	// error (anything else: storage errors, a cancelled context, bad
-	// Options). A WaitForStale wait cut off by its context counts as the
-	// refusal it was waiting on.
-	AttrOutcome = "cairn_state.outcome"
-	// AttrLossReason is why a held lock was lost: taken_over (another
-	// instance's record, claim or epoch was found in our place);
-	// broken (our record or claim was removed, or a higher epoch was
-	// found with no holder behind it: a lock break); lease_expired (no
-	// heartbeat could be confirmed before the stale window less its
-	// margin).
-	AttrLossReason = "cairn_state.lock.loss.reason"
+	"github.com/cairnhq/state/internal/metricname"
 )
 
 // meterName is the instrumentation scope of the lock's instruments.
@@ -80,7 +29,7 @@ const (
 
 var acqOutcomeNames = [numAcqOutcomes]string{"acquired", "refused_held", "refused_duplicate", "refused_unreadable", "error"}
 
-// lossReason classifies a loss for MetricLosses. The zero value is
+// lossReason classifies a loss for metricname.LockLosses. The zero value is
 // taken_over, the commonest.
 type lossReason int
 
@@ -133,32 +82,32 @@ func newLockMetrics(mp metric.MeterProvider) (*lockMetrics, error) {
 		}
 	}
 	var err error
-	m.held, err = m.meter.Int64ObservableGauge(MetricHeld, metric.WithUnit("1"),
+	m.held, err = m.meter.Int64ObservableGauge(metricname.LockHeld, metric.WithUnit("1"),
 		metric.WithDescription("1 while this instance holds the state lock, 0 once it is lost."))
-	check(MetricHeld, err)
-	m.suspended, err = m.meter.Int64ObservableGauge(MetricSuspended, metric.WithUnit("1"),
+	check(metricname.LockHeld, err)
+	m.suspended, err = m.meter.Int64ObservableGauge(metricname.LockSuspended, metric.WithUnit("1"),
 		metric.WithDescription("1 while the state lock is held but its fence is suspended (no heartbeat confirmed within the lease; writes refused)."))
-	check(MetricSuspended, err)
-	m.epoch, err = m.meter.Int64ObservableGauge(MetricEpoch, metric.WithUnit("{epoch}"),
+	check(metricname.LockSuspended, err)
+	m.epoch, err = m.meter.Int64ObservableGauge(metricname.LockEpoch, metric.WithUnit("{epoch}"),
 		metric.WithDescription("Fencing epoch of this instance's acquisition of the state lock."))
-	check(MetricEpoch, err)
-	m.age, err = m.meter.Float64ObservableGauge(MetricHeartbeatAge, metric.WithUnit("s"),
+	check(metricname.LockEpoch, err)
+	m.age, err = m.meter.Float64ObservableGauge(metricname.LockHeartbeatAge, metric.WithUnit("s"),
 		metric.WithDescription("Time since the send time of the state lock's last confirmed write (acquisition or heartbeat)."))
-	check(MetricHeartbeatAge, err)
-	m.acquisitions, err = m.meter.Int64Counter(MetricAcquisitions, metric.WithUnit("{acquisition}"),
+	check(metricname.LockHeartbeatAge, err)
+	m.acquisitions, err = m.meter.Int64Counter(metricname.LockAcquisitions, metric.WithUnit("{acquisition}"),
 		metric.WithDescription("Attempts to acquire the state lock, by outcome."))
-	check(MetricAcquisitions, err)
-	m.losses, err = m.meter.Int64Counter(MetricLosses, metric.WithUnit("{loss}"),
+	check(metricname.LockAcquisitions, err)
+	m.losses, err = m.meter.Int64Counter(metricname.LockLosses, metric.WithUnit("{loss}"),
 		metric.WithDescription("Held state locks lost, by reason."))
-	check(MetricLosses, err)
+	check(metricname.LockLosses, err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	for i, name := range acqOutcomeNames {
-		m.acqOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrOutcome, name)))}
+		m.acqOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(metricname.AttrOutcome, name)))}
 	}
 	for i, name := range lossReasonNames {
-		m.lossOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrLossReason, name)))}
+		m.lossOpts[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(metricname.AttrLossReason, name)))}
 	}
 	return m, nil
 }

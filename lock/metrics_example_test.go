@@ -42,7 +42,7 @@ func ExampleOptions_meterProvider() {
 		case metricdata.Gauge[int64]:
 			fmt.Printf("%s = %d\n", m.Name, d.DataPoints[0].Value)
 		case metricdata.Sum[int64]:
-			outcome, _ := d.DataPoints[0].Attributes.Value(lock.AttrOutcome)
+			outcome, _ := d.DataPoints[0].Attributes.Value("cairn_state.outcome")
 			fmt.Printf("%s{%s} = %d\n", m.Name, outcome.AsString(), d.DataPoints[0].Value)
 		}
 	}

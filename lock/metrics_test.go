@@ -19,6 +19,7 @@ import (
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/metricname"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
@@ -132,13 +133,13 @@ func (s snapshot) wantGauges(t *testing.T, when string, held, suspended bool, ep
 		}
 		return 0
 	}
-	for name, want := range map[string]float64{lock.MetricHeld: b(held), lock.MetricSuspended: b(suspended), lock.MetricEpoch: float64(epoch)} {
+	for name, want := range map[string]float64{metricname.LockHeld: b(held), metricname.LockSuspended: b(suspended), metricname.LockEpoch: float64(epoch)} {
 		if got, ok := s.gauges[name]; !ok || got != want {
 			t.Errorf("%s: %s = %v (reported %v), want %v", when, name, got, ok, want)
 		}
 	}
-	if got, ok := s.gauges[lock.MetricHeartbeatAge]; !ok || math.Abs(got-age.Seconds()) > 1e-6 {
-		t.Errorf("%s: %s = %v s (reported %v), want %v s", when, lock.MetricHeartbeatAge, got, ok, age.Seconds())
+	if got, ok := s.gauges[metricname.LockHeartbeatAge]; !ok || math.Abs(got-age.Seconds()) > 1e-6 {
+		t.Errorf("%s: %s = %v s (reported %v), want %v s", when, metricname.LockHeartbeatAge, got, ok, age.Seconds())
 	}
 }
 
@@ -161,12 +162,12 @@ func TestMetrics_HeldEpochHeartbeatAge_FollowTheLockUntilRelease(t *testing.T) {
 		synctest.Wait()
 		s := w.collect()
 		s.wantGauges(t, "after acquiring", true, false, 1, 0)
-		if got := s.counters[lock.MetricAcquisitions+"/acquired"]; got != 1 {
+		if got := s.counters[metricname.LockAcquisitions+"/acquired"]; got != 1 {
 			t.Errorf("acquisitions acquired = %d, want 1 (%v)", got, s.counters)
 		}
 		for name, unit := range map[string]string{
-			lock.MetricHeld: "1", lock.MetricSuspended: "1", lock.MetricEpoch: "{epoch}",
-			lock.MetricHeartbeatAge: "s", lock.MetricAcquisitions: "{acquisition}",
+			metricname.LockHeld: "1", metricname.LockSuspended: "1", metricname.LockEpoch: "{epoch}",
+			metricname.LockHeartbeatAge: "s", metricname.LockAcquisitions: "{acquisition}",
 		} {
 			if s.units[name] != unit {
 				t.Errorf("%s unit = %q, want %q", name, s.units[name], unit)
@@ -184,7 +185,7 @@ func TestMetrics_HeldEpochHeartbeatAge_FollowTheLockUntilRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 		s = w.collect()
-		for _, name := range []string{lock.MetricHeld, lock.MetricSuspended, lock.MetricEpoch, lock.MetricHeartbeatAge} {
+		for _, name := range []string{metricname.LockHeld, metricname.LockSuspended, metricname.LockEpoch, metricname.LockHeartbeatAge} {
 			if v, ok := s.gauges[name]; ok {
 				t.Errorf("after Release %s is still reported (%v)", name, v)
 			}
@@ -193,7 +194,7 @@ func TestMetrics_HeldEpochHeartbeatAge_FollowTheLockUntilRelease(t *testing.T) {
 		w.acquire(w.st, w.opts("pod-b", true))
 		s = w.collect()
 		s.wantGauges(t, "the next holder", true, false, 2, 0)
-		if got := s.counters[lock.MetricAcquisitions+"/acquired"]; got != 2 {
+		if got := s.counters[metricname.LockAcquisitions+"/acquired"]; got != 2 {
 			t.Errorf("acquisitions acquired = %d, want 2", got)
 		}
 	})
@@ -229,17 +230,17 @@ func TestMetrics_Acquisitions_EachRefusalCountedByKind(t *testing.T) {
 
 		got := w.collect().counters
 		want := map[string]int64{
-			lock.MetricAcquisitions + "/refused_held":       1,
-			lock.MetricAcquisitions + "/refused_duplicate":  1,
-			lock.MetricAcquisitions + "/refused_unreadable": 1,
-			lock.MetricAcquisitions + "/error":              2,
+			metricname.LockAcquisitions + "/refused_held":       1,
+			metricname.LockAcquisitions + "/refused_duplicate":  1,
+			metricname.LockAcquisitions + "/refused_unreadable": 1,
+			metricname.LockAcquisitions + "/error":              2,
 		}
 		for k, n := range want {
 			if got[k] != n {
 				t.Errorf("%s = %d, want %d", k, got[k], n)
 			}
 		}
-		if n := got[lock.MetricAcquisitions+"/acquired"]; n != 0 {
+		if n := got[metricname.LockAcquisitions+"/acquired"]; n != 0 {
 			t.Errorf("acquired = %d, want 0 (only unmetered acquisitions succeeded)", n)
 		}
 	})
@@ -281,14 +282,14 @@ func TestMetrics_Suspended_ThenReopened(t *testing.T) {
 			t.Fatalf("Err after the outage = %v", err)
 		}
 		s := w.collect()
-		if s.gauges[lock.MetricSuspended] != 0 || s.gauges[lock.MetricHeld] != 1 {
-			t.Errorf("after the outage: held %v suspended %v, want 1 and 0", s.gauges[lock.MetricHeld], s.gauges[lock.MetricSuspended])
+		if s.gauges[metricname.LockSuspended] != 0 || s.gauges[metricname.LockHeld] != 1 {
+			t.Errorf("after the outage: held %v suspended %v, want 1 and 0", s.gauges[metricname.LockHeld], s.gauges[metricname.LockSuspended])
 		}
-		if age := s.gauges[lock.MetricHeartbeatAge]; age >= mHeartbeat.Seconds()/4 {
+		if age := s.gauges[metricname.LockHeartbeatAge]; age >= mHeartbeat.Seconds()/4 {
 			t.Errorf("heartbeat age after a confirmed heartbeat = %v s, want under %v", age, mHeartbeat.Seconds()/4)
 		}
 		for k, n := range s.counters {
-			if strings.HasPrefix(k, lock.MetricLosses) {
+			if strings.HasPrefix(k, metricname.LockLosses) {
 				t.Errorf("%s = %d after an outage shorter than the stale window", k, n)
 			}
 		}
@@ -314,15 +315,15 @@ func (s snapshot) wantLosses(t *testing.T, reason string) {
 		if r == reason {
 			want = 1
 		}
-		if got := s.counters[lock.MetricLosses+"/"+r]; got != want {
+		if got := s.counters[metricname.LockLosses+"/"+r]; got != want {
 			t.Errorf("losses %s = %d, want %d (%v)", r, got, want, s.counters)
 		}
 	}
-	if s.units[lock.MetricLosses] != "{loss}" {
-		t.Errorf("%s unit = %q", lock.MetricLosses, s.units[lock.MetricLosses])
+	if s.units[metricname.LockLosses] != "{loss}" {
+		t.Errorf("%s unit = %q", metricname.LockLosses, s.units[metricname.LockLosses])
 	}
-	if s.gauges[lock.MetricHeld] != 0 || s.gauges[lock.MetricSuspended] != 0 {
-		t.Errorf("after the loss: held %v suspended %v, want 0 and 0", s.gauges[lock.MetricHeld], s.gauges[lock.MetricSuspended])
+	if s.gauges[metricname.LockHeld] != 0 || s.gauges[metricname.LockSuspended] != 0 {
+		t.Errorf("after the loss: held %v suspended %v, want 0 and 0", s.gauges[metricname.LockHeld], s.gauges[metricname.LockSuspended])
 	}
 }
 
@@ -335,8 +336,8 @@ func TestMetrics_Loss_TakenOver(t *testing.T) {
 		w.acquire(w.st, w.opts("pod-b", false))
 		s := w.loss(a, 2*mHeartbeat)
 		s.wantLosses(t, "taken_over")
-		if s.gauges[lock.MetricEpoch] != 1 {
-			t.Errorf("epoch after the loss = %v, want ours (1)", s.gauges[lock.MetricEpoch])
+		if s.gauges[metricname.LockEpoch] != 1 {
+			t.Errorf("epoch after the loss = %v, want ours (1)", s.gauges[metricname.LockEpoch])
 		}
 	})
 }
@@ -358,7 +359,7 @@ func TestMetrics_Loss_LeaseExpired(t *testing.T) {
 		s := w.loss(a, mStale)
 		s.wantLosses(t, "lease_expired")
 		// The age keeps counting from the last confirmed write.
-		if age := s.gauges[lock.MetricHeartbeatAge]; age < (mStale - 1500*time.Millisecond).Seconds() {
+		if age := s.gauges[metricname.LockHeartbeatAge]; age < (mStale - 1500*time.Millisecond).Seconds() {
 			t.Errorf("heartbeat age at the loss = %v s, want the stale window less its margin", age)
 		}
 	})
@@ -380,7 +381,7 @@ func TestMetrics_ProviderRefusingInstruments_AcquireFailsAndWritesNothing(t *tes
 	f := fault.New(b)
 	st := testkit.Store(t, f, store.Options{})
 	_, err := lock.Acquire(t.Context(), st, lock.Options{InstanceID: "pod-a", MeterProvider: refusingProvider{}})
-	if err == nil || !strings.Contains(err.Error(), lock.MetricAcquisitions) || !strings.Contains(err.Error(), "instrument refused") {
+	if err == nil || !strings.Contains(err.Error(), metricname.LockAcquisitions) || !strings.Contains(err.Error(), "instrument refused") {
 		t.Fatalf("Acquire with a provider refusing the counters = %v, want an error naming them", err)
 	}
 	if c := f.Counts(); c.Total() != 0 {

@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/cairnhq/state/internal/storemeta"
 )
 
-// Name is the reserved state name of the lock object of compare-and-swap
-// mode: the store keeps it at <root>/.cairn-state/.lock, sealed like every
-// other object.
-const Name = ".lock"
+// lockName is the reserved state name of the lock object of
+// compare-and-swap mode: the store keeps it at <root>/.cairn-state/.lock,
+// sealed like every other object.
+const lockName = storemeta.LockName
 
 // The other reserved names of the lock, all below listPrefix so that one
 // listing sees every lock object (docs/adr/0019, 0020).
 const (
 	// listPrefix is the state-name prefix of every object the lock owns:
-	// [Name], and the claims and epoch markers under ".lock.d/".
+	// [lockName], and the claims and epoch markers under ".lock.d/".
 	listPrefix = ".lock"
 	// dirName holds the claims (claims mode) and the epoch markers (both
 	// modes).
@@ -31,7 +33,7 @@ const (
 // one of the lock's own objects: the lock object, a claim or an epoch
 // marker (internal/lockadmin.Owns).
 func owns(name string) bool {
-	return name == Name || strings.HasPrefix(name, dirName)
+	return name == lockName || strings.HasPrefix(name, dirName)
 }
 
 // kind is what a name under listPrefix is.
@@ -76,7 +78,7 @@ func markerName(epoch uint64) string { return fmt.Sprintf("%s%0*d", markerPrefix
 // write are kindUnknown (under .lock.d/) or kindOther.
 func parseName(name string) (k kind, acq string, epoch uint64) {
 	switch {
-	case name == Name:
+	case name == lockName:
 		return kindLock, "", 0
 	case !strings.HasPrefix(name, dirName):
 		return kindOther, "", 0

@@ -188,7 +188,7 @@ func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
 	}
 	// A claim whose content disagrees with its name is not trusted.
 	switch {
-	case e.kind == kindIntent && (rec.AcquisitionID != e.acq || rec.State != StateIntent),
+	case e.kind == kindIntent && (rec.AcquisitionID != e.acq || rec.State != stateIntent),
 		e.kind == kindHeld && (rec.AcquisitionID != e.acq || !rec.held()):
 		e.why = fmt.Errorf("%w: its content (acquisition %s, state %q) does not match its name", errMalformed, rec.AcquisitionID, rec.State)
 		return false, nil

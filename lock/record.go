@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairnhq/state/internal/lockhook"
 )
 
 // Mode is how the lock is enforced, chosen from the backend's capabilities.
@@ -25,10 +27,8 @@ const (
 
 // Claim states, in Record.State.
 const (
-	// StateIntent marks a claim of an acquisition in progress.
-	StateIntent = "intent"
-	// StateHeld marks the lock object or a confirmed claim.
-	StateHeld = "held"
+	stateIntent = lockhook.StateIntent
+	stateHeld   = lockhook.StateHeld
 )
 
 // Record is what a lock object (or a claim) holds: who holds the lock and
@@ -64,8 +64,8 @@ type Record struct {
 	Epoch uint64 `json:"epoch"`
 	// Mode is how the holder enforces the lock.
 	Mode Mode `json:"mode"`
-	// State is StateHeld for the lock object and confirmed claims,
-	// StateIntent for an acquisition in progress. Empty in records written
+	// State is "held" for the lock object and confirmed claims, "intent"
+	// for a claim of an acquisition in progress. Empty in records written
 	// before claims existed, which means held.
 	State string `json:"state,omitempty"`
 	// StaleAfter is the holder's stale window; others judge the lock
@@ -87,7 +87,7 @@ func (r Record) encode() ([]byte, error) { return json.Marshal(r) }
 
 // held reports whether the record is a held lock (the lock object, a
 // confirmed claim) rather than an intent.
-func (r Record) held() bool { return r.State != StateIntent }
+func (r Record) held() bool { return r.State != stateIntent }
 
 // decodeRecord parses an opened lock object or claim: the one parser behind
 // Acquire, inspect, brk, the heartbeat and Release. Anything but a JSON
@@ -105,13 +105,13 @@ func decodeRecord(data []byte) (Record, error) {
 		return Record{}, fmt.Errorf("%w: instance_id or acquisition_id missing", errMalformed)
 	}
 	switch r.State {
-	case "", StateHeld:
+	case "", stateHeld:
 		if r.Epoch == 0 {
 			// Every held lock has an epoch of at least 1; counting on from
 			// 0 would repeat an epoch.
 			return Record{}, fmt.Errorf("%w: epoch missing or zero", errMalformed)
 		}
-	case StateIntent:
+	case stateIntent:
 	default:
 		return Record{}, fmt.Errorf("%w: unknown state %q", errMalformed, r.State)
 	}

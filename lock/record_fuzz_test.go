@@ -119,7 +119,7 @@ func TestDecodeRecord_IntentMayHaveEpochZero(t *testing.T) {
 func FuzzParseName(f *testing.F) {
 	acq := "0b8f2a34-8a55-4c55-9d6b-1d6f4a0c2e11"
 	for _, s := range []string{
-		Name, ".lock-epoch", intentName(acq), heldName(acq), markerName(1), markerName(math.MaxUint64),
+		lockName, ".lock-epoch", intentName(acq), heldName(acq), markerName(1), markerName(math.MaxUint64),
 		".lock.d/", ".lock.d/epoch-", ".lock.d/epoch-00000000000000000000", ".lock.d/epoch-18446744073709551616",
 		".lock.d/epoch-+0000000000000000001", ".lock.d/epoch-0000000000000000001", ".lock.d/claim--1-intent",
 		".lock.d/claim-" + strings.ToUpper(acq) + "-2-held", ".lock.d/claim-" + acq + "-2-held/x", ".locksmith", ".lock.dx/y",
@@ -130,7 +130,7 @@ func FuzzParseName(f *testing.F) {
 		k, a, epoch := parseName(name)
 		switch k {
 		case kindLock:
-			if name != Name {
+			if name != lockName {
 				t.Fatalf("%q parsed as the lock object", name)
 			}
 		case kindIntent:
@@ -150,7 +150,7 @@ func FuzzParseName(f *testing.F) {
 				t.Fatalf("%q outside %s parsed as an unknown lock object", name, dirName)
 			}
 		case kindOther:
-			if strings.HasPrefix(name, dirName) || name == Name {
+			if strings.HasPrefix(name, dirName) || name == lockName {
 				t.Fatalf("%q parsed as not the lock's", name)
 			}
 		}

@@ -118,7 +118,7 @@ func TestImportDir_RerunAfterPartialImport_WritesOnlyWhatIsMissing(t *testing.T)
 
 	// Running the step itself again changes nothing.
 	before := versions(t, st)
-	if err := m.Up(ctx, st.WithFence(l)); err != nil {
+	if err := m.Up(ctx, l.Fence(st)); err != nil {
 		t.Fatal(err)
 	}
 	if after := versions(t, st); !maps.Equal(before, after) {

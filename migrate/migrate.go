@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
@@ -216,7 +217,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	if exists {
 		// A log written before its manifest recorded it (an interrupted
 		// first run): record it now.
-		if err := recordLog(ctx, st.WithFence(l)); err != nil {
+		if err := recordLog(ctx, l.Fence(st)); err != nil {
 			return res, fmt.Errorf("migrations: %w", err)
 		}
 	}
@@ -238,7 +239,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	})
 	defer stop()
 
-	fenced := st.WithFence(l)
+	fenced := l.Fence(st)
 	rec := l.Record()
 	pending := 0
 	for _, m := range ms {
@@ -369,7 +370,7 @@ func resolve(ctx context.Context, l *lock.Lock, st *store.Store, id string, to S
 	if err := held(l, st); err != nil {
 		return err
 	}
-	_, err := updateLog(ctx, st.WithFence(l), func(lg *logDoc) error {
+	_, err := updateLog(ctx, l.Fence(st), func(lg *logDoc) error {
 		r := lg.find(id)
 		if r == nil {
 			return ErrNoSuchMigration
@@ -394,7 +395,7 @@ func held(l *lock.Lock, st *store.Store) error {
 	if err := l.Err(); err != nil {
 		return fmt.Errorf("migrations refused: %w: %w", ErrLockNotHeld, err)
 	}
-	if !l.Guards(st) {
+	if !lockadmin.Guards(l, st) {
 		return fmt.Errorf("migrations refused: %w: the lock given is the lock of another store (backend or root differs)", ErrLockNotHeld)
 	}
 	return nil

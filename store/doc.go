@@ -25,8 +25,8 @@
 // compare-and-swap where the backend has conditional writes and
 // last-writer-wins where it has not (Garage); there are no multi-object
 // transactions (docs/adr/0007-atomicity-and-the-config-state-line.md).
-// [Store.WithFence] refuses writes once the instance lock is lost
-// ([ErrFenced]). [PutJSON], [GetJSON] and [UpdateJSON] keep typed values
+// A store fenced with the instance lock (lock.Lock.Fence) refuses writes
+// once the lock is lost ([ErrFenced]). [PutJSON], [GetJSON] and [UpdateJSON] keep typed values
 // with a schema version; [Store.GetMany] reads many objects within a byte
 // budget; [Store.Verify] checks every object; [Guard] keeps the
 // application's own use of the bucket out of the reserved prefix. With

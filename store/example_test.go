@@ -152,7 +152,7 @@ func ExampleStore_WithFence() {
 	base := exampleStore(mem.New(mem.Options{}), store.Options{})
 	_, _ = base.Put(ctx, "token", []byte("v1"), store.PutOptions{})
 
-	st := base.WithFence(lostLock{}) // in an application: base.WithFence(lock)
+	st := base.WithFence(lostLock{}) // in an application: l.Fence(base), l the held lock
 	_, err := st.Put(ctx, "token", []byte("v2"), store.PutOptions{})
 	fmt.Println(errors.Is(err, store.ErrFenced))
 	fmt.Println(err)

@@ -9,7 +9,8 @@ import (
 
 // Fence reports whether writes are still allowed, and until when, and
 // admits each write so that its holder can wait for the writes in flight
-// before it lets another holder in. *lock.Lock satisfies it.
+// before it lets another holder in. lock.Lock.Fence fences a store with
+// the lock.
 type Fence interface {
 	// Err returns nil while the holder may write, and an error saying why
 	// once it may not (for example, the instance lock was lost).

@@ -165,7 +165,8 @@ type HolderInfo struct {
 	Acquired time.Time
 }
 
-// Holder is a [Fence] that can say who holds it; *lock.Lock satisfies it.
+// Holder is a [Fence] that can say who holds it; the lock's fence
+// (lock.Lock.Fence) is one.
 // A fenced view whose fence is a Holder writes one writer record per epoch
 // into history, so that [Store.History] can name the instance of each
 // version; the header of an object names none (the storage operator would

@@ -30,7 +30,7 @@ func ExampleStore_History() {
 		panic(err)
 	}
 	defer l.Release(ctx)
-	fenced := st.WithFence(l) // history is kept by writes under the lock
+	fenced := l.Fence(st) // history is kept by writes under the lock
 	fenced.Put(ctx, "app/db-password", []byte("hunter2"), store.PutOptions{})
 	fenced.Put(ctx, "app/db-password", nil, store.PutOptions{}) // the mistake
 

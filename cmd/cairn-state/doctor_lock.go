@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/cairnhq/state/internal/lockadmin"
-	"github.com/cairnhq/state/lock"
 )
 
 // lockFacts are the lock line's: the lock as the lock's rules judge it.
@@ -57,7 +56,7 @@ func (d *doctor) checkLock(ctx context.Context) {
 	}
 	live := 0
 	for _, c := range s.Contenders {
-		if c.Live && c.State == lock.StateHeld {
+		if c.Live && c.State == lockadmin.StateHeld {
 			live++
 		}
 	}

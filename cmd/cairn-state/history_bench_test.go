@@ -44,7 +44,7 @@ func BenchmarkRekeyVerifyHistory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fenced := st.WithFence(l)
+		fenced := l.Fence(st)
 		val := []byte(strings.Repeat("v", 1000))
 		for i := range objects {
 			for range writes {

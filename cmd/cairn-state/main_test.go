@@ -127,7 +127,7 @@ func holdLock(id string) int {
 	}
 	l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: id, StaleAfter: staleAfter})
 	if err == nil && os.Getenv(holderLegacyEnv) == "" {
-		err = storeadmin.CommitManifest(ctx, st.WithFence(l))
+		err = storeadmin.CommitManifest(ctx, l.Fence(st))
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

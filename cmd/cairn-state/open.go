@@ -252,7 +252,7 @@ func (a *app) withLock(ctx context.Context, st *store.Store, what string, fn fun
 	defer cancel()
 	stop := context.AfterFunc(l.Context(), cancel)
 	defer stop()
-	err = fn(wctx, st.WithFence(l), l)
+	err = fn(wctx, l.Fence(st), l)
 	if lerr := l.Err(); err != nil && lerr != nil && !errors.Is(err, lock.ErrLost) {
 		// The lock was lost while we worked: say so rather than only the
 		// cancelled operation (exit code 4).

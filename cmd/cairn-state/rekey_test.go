@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -164,7 +165,7 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 		// Nothing is left behind: no progress record, no lock.
 		ls := decode[lsDoc](t, tg.cli(t, nil, "ls", "--all", "--json").must(t, exitOK))
 		for _, o := range ls.Objects {
-			if o.Name == progressName || o.Name == lock.Name {
+			if o.Name == progressName || o.Name == storemeta.LockName {
 				t.Errorf("%s left behind after rekey", o.Name)
 			}
 		}

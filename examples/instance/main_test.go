@@ -28,6 +28,7 @@ import (
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
@@ -274,7 +275,7 @@ func testSIGTERM(t *testing.T, tg target) {
 	shutdown(t, a)
 	// Released means deleted: on the same host a dead holder's lock would
 	// be taken over at once too, so check the object itself.
-	if _, _, err := storeadmin.Internal(w.store(t)).Get(context.Background(), lock.Name); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := storeadmin.Internal(w.store(t)).Get(context.Background(), storemeta.LockName); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lock object after a graceful shutdown: %v, want it deleted", err)
 	}
 
@@ -286,7 +287,7 @@ func testSIGTERM(t *testing.T, tg target) {
 	}
 	t.Logf("next instance ready %s after the previous shutdown", time.Since(began).Round(time.Millisecond))
 	shutdownWith(t, b, syscall.SIGINT) // Ctrl-C is a graceful shutdown too
-	if _, _, err := storeadmin.Internal(w.store(t)).Get(context.Background(), lock.Name); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := storeadmin.Internal(w.store(t)).Get(context.Background(), storemeta.LockName); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lock object after SIGINT: %v, want it deleted", err)
 	}
 }
@@ -660,7 +661,7 @@ func TestExample_SIGTERMTwice_StillReleasesAndExits143(t *testing.T) {
 	if !strings.Contains(a.stdout.String(), "shutdown complete\n") {
 		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", a.stdout.String())
 	}
-	if _, _, err := storeadmin.Internal(w.store(t)).Get(context.Background(), lock.Name); !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := storeadmin.Internal(w.store(t)).Get(context.Background(), storemeta.LockName); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lock object after the shutdown: %v, want it deleted", err)
 	}
 }

@@ -170,7 +170,7 @@ func Lock(ctx context.Context, st *store.Store, keys store.Keys, o Options) (*st
 			}
 			return nil, nil, &LockError{Err: err}
 		}
-		err = storeadmin.CommitManifest(ctx, st.WithFence(l))
+		err = storeadmin.CommitManifest(ctx, l.Fence(st))
 		if err == nil {
 			return st, l, nil
 		}

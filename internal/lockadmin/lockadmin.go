@@ -7,13 +7,17 @@ package lockadmin
 
 import (
 	"context"
+	"time"
 
 	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
 
-var ops = lockhook.Get[*store.Store, lock.Record, lock.Mode]()
+var (
+	ops     = lockhook.Get[*store.Store, lock.Record, lock.Mode]()
+	lockOps = lockhook.GetLock[*lock.Lock, *store.Store]()
+)
 
 // Status is what [Inspect] found: the lock as an operator sees it, judged
 // by the rules Acquire applies.
@@ -27,6 +31,12 @@ type Contender = lockhook.Contender[lock.Record]
 type (
 	InspectOptions = lockhook.InspectOptions
 	BreakOptions   = lockhook.BreakOptions
+)
+
+// The states of a lock record (lock.Record.State).
+const (
+	StateIntent = lockhook.StateIntent // a claim of an acquisition in progress
+	StateHeld   = lockhook.StateHeld   // the lock object or a confirmed claim
 )
 
 // Liveness is how the lock's rules judge a holder.
@@ -76,3 +86,15 @@ func Break(ctx context.Context, st *store.Store, o BreakOptions) (lock.Record, e
 // marker. Tools that re-seal every object skip them (the lock rewrites its
 // own); tools that verify every object open them like any other.
 func Owns(name string) bool { return ops.Owns(name) }
+
+// Guards reports whether l is the lock of st: the same backend and the
+// same key prefix (root). Code that writes under the lock's protection,
+// such as the migration runner, checks it so that a lock held on one store
+// does not license writes to another.
+func Guards(l *lock.Lock, st *store.Store) bool { return lockOps.Guards(l, st) }
+
+// Deadline returns when l's fence closes unless a heartbeat confirms the
+// lock again: the send time of its last confirmed write plus 1.25
+// heartbeat intervals. Writes through l.Fence's views run under it. After
+// loss or release it is a time in the past.
+func Deadline(l *lock.Lock) (time.Time, bool) { return lockOps.Deadline(l) }

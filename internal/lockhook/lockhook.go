@@ -60,10 +60,18 @@ type Status[R, M any] struct {
 	Contenders []Contender[R]
 }
 
+// The states of a lock record (lock.Record.State).
+const (
+	// StateIntent marks a claim of an acquisition in progress.
+	StateIntent = "intent"
+	// StateHeld marks the lock object or a confirmed claim.
+	StateHeld = "held"
+)
+
 // Contender is one claim other than the holder's.
 type Contender[R any] struct {
 	Object     string
-	State      string // lock.StateIntent or lock.StateHeld; empty when unreadable
+	State      string // StateIntent or StateHeld; empty when unreadable
 	Record     R      // when readable
 	Readable   bool
 	Unreadable string
@@ -148,3 +156,20 @@ func Register[S, R, M any](ops *Ops[S, R, M]) { registered = ops }
 // Get returns what lock registered. It panics when the types differ from
 // the registered ones, which the first test that imports lockadmin shows.
 func Get[S, R, M any]() *Ops[S, R, M] { return registered.(*Ops[S, R, M]) }
+
+// LockOps are the operations on a held lock, over the lock's types: L is
+// *lock.Lock and S *store.Store.
+type LockOps[L, S any] struct {
+	Guards   func(l L, st S) bool
+	Deadline func(l L) (time.Time, bool)
+}
+
+var registeredLock any
+
+// RegisterLock records ops; package lock calls it once, from its init.
+func RegisterLock[L, S any](ops *LockOps[L, S]) { registeredLock = ops }
+
+// GetLock returns what lock registered with RegisterLock. It panics when
+// the types differ from the registered ones, which the first test that
+// imports lockadmin shows.
+func GetLock[L, S any]() *LockOps[L, S] { return registeredLock.(*LockOps[L, S]) }

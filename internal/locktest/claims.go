@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -26,7 +27,7 @@ func (e *env) intentWindow() time.Duration {
 func testZombieIntent(t *testing.T, e *env) {
 	st := e.store(nil)
 	z := e.foreign("pod-z")
-	z.State, z.Epoch = lock.StateIntent, 0
+	z.State, z.Epoch = lockadmin.StateIntent, 0
 	e.putRecord(st, intentClaim(z.AcquisitionID), z)
 	start := time.Now()
 	l := e.acquire(st, e.opts("pod-a"))
@@ -179,7 +180,7 @@ func testHolderIntentLeftBehind(t *testing.T, e *env) {
 	rec := e.foreign("pod-a")
 	e.plant(st, rec)
 	intent := rec
-	intent.State, intent.Epoch = lock.StateIntent, 0
+	intent.State, intent.Epoch = lockadmin.StateIntent, 0
 	e.putRecord(st, intentClaim(rec.AcquisitionID), intent)
 	// An intent window far longer than an acquisition takes on a loaded
 	// machine (one took 5 s against a 4 s window on a debug Garage under

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -52,7 +53,7 @@ func testReleaseDrainsWrites(t *testing.T, e *env) {
 			}
 			wrote := make(chan error, 1)
 			go func() {
-				_, err := st.WithFence(a).Put(ctx, "app", []byte("from a"), store.PutOptions{})
+				_, err := a.Fence(st).Put(ctx, "app", []byte("from a"), store.PutOptions{})
 				wrote <- err
 			}()
 			// The write is in flight once it reached the storage (a
@@ -77,7 +78,7 @@ func testReleaseDrainsWrites(t *testing.T, e *env) {
 			}
 			t.Logf("Release waited %s for the fenced write in flight", drained.Round(time.Millisecond))
 			b := e.acquire(plain, e.opts("pod-b"))
-			if _, err := plain.WithFence(b).Put(e.ctx(), "app", []byte("from b"), store.PutOptions{}); err != nil {
+			if _, err := b.Fence(plain).Put(e.ctx(), "app", []byte("from b"), store.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			sl.wg.Wait()
@@ -99,7 +100,7 @@ func testLateDeliveredWrite(t *testing.T, e *env) {
 	f := fault.New(e.b)
 	st := e.store(f)
 	a := e.acquire(st, e.opts("pod-a"))
-	fenced := st.WithFence(a)
+	fenced := a.Fence(st)
 	if _, err := fenced.Put(e.ctx(), "app", []byte("a1"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func testLateDeliveredWrite(t *testing.T, e *env) {
 		errs := deliver()
 		t.Logf("without conditions the late write landed before the next holder wrote: %v", errs)
 	}
-	if _, err := plain.WithFence(b).Put(e.ctx(), "app", []byte("b1"), store.PutOptions{}); err != nil {
+	if _, err := b.Fence(plain).Put(e.ctx(), "app", []byte("b1"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if e.cas {
@@ -263,7 +264,7 @@ func testHeartbeatOutlivesLease(t *testing.T, e *env) {
 	sl := &slow{Backend: e.b, delay: e.heartbeat() / 2, match: func(key string) bool {
 		on.Lock()
 		defer on.Unlock()
-		if !active || !strings.HasSuffix(key, "/"+lock.Name) {
+		if !active || !strings.HasSuffix(key, "/"+storemeta.LockName) {
 			return false
 		}
 		active = false

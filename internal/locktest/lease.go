@@ -20,7 +20,7 @@ import (
 func testRelease(t *testing.T, e *env) {
 	st := e.store(nil)
 	l := e.acquire(st, e.opts("pod-a"))
-	fenced := st.WithFence(l)
+	fenced := l.Fence(st)
 	if _, err := fenced.Put(e.ctx(), "app", []byte("v1"), store.PutOptions{}); err != nil {
 		t.Fatalf("write while held: %v", err)
 	}
@@ -85,7 +85,7 @@ func (e *env) takeOver(st *store.Store, a *lock.Lock) *lock.Lock {
 func testLossDetected(t *testing.T, e *env) {
 	st := e.store(nil)
 	a := e.acquire(st, e.opts("pod-a"))
-	fenced := st.WithFence(a)
+	fenced := a.Fence(st)
 	b := e.takeOver(st, a)
 	select {
 	case <-a.Lost():
@@ -144,7 +144,7 @@ func testReleaseRacingTakeover(t *testing.T, e *env) {
 func testBriefOutage(t *testing.T, e *env) {
 	st := e.store(e.f)
 	a := e.acquire(st, e.opts("pod-a"))
-	fenced := st.WithFence(a)
+	fenced := a.Fence(st)
 	e.f.SetUnavailable(true)
 	eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends during the outage", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
 	_, err := fenced.Put(e.ctx(), "app", []byte("x"), store.PutOptions{})
@@ -189,7 +189,7 @@ func testLongOutage(t *testing.T, e *env) {
 func testPausedHolder(t *testing.T, e *env) {
 	st := e.store(e.f)
 	a := e.acquire(st, e.opts("pod-a"))
-	fenced := st.WithFence(a)
+	fenced := a.Fence(st)
 	resume := e.f.Stall()
 	defer resume()
 	// Another instance takes the stale lock over meanwhile.
@@ -223,8 +223,8 @@ func testPausedHolder(t *testing.T, e *env) {
 func testStalledFencedWrite(t *testing.T, e *env) {
 	st := e.store(e.f)
 	a := e.acquire(st, e.opts("pod-a"))
-	fenced := st.WithFence(a)
-	deadline, _ := a.Deadline()
+	fenced := a.Fence(st)
+	deadline, _ := lockadmin.Deadline(a)
 	resume := e.f.Stall() // the write and the heartbeats hang alike
 	defer resume()
 	done := make(chan error, 1)
@@ -252,7 +252,7 @@ func testStalledFencedWrite(t *testing.T, e *env) {
 	o := e.opts("pod-b")
 	o.WaitForStale = true
 	b := e.acquire(e.store(nil), o)
-	if _, err := e.store(nil).WithFence(b).Put(e.ctx(), "app", []byte("from b"), store.PutOptions{}); err != nil {
+	if _, err := b.Fence(e.store(nil)).Put(e.ctx(), "app", []byte("from b"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	resume()
@@ -324,7 +324,7 @@ func testWaitForStale(t *testing.T, e *env) {
 	never(t, 2*e.heartbeat(), "the standby lost the lock it had just won", func() bool { return isLost(b) })
 	// A write goes through, or is refused by the fence if a heartbeat
 	// was late under load — never for having lost the lock.
-	if _, err := st.WithFence(b).Put(e.ctx(), "app", []byte("b"), store.PutOptions{}); err != nil && (!errors.Is(err, store.ErrFenced) || errors.Is(err, lock.ErrLost)) {
+	if _, err := b.Fence(st).Put(e.ctx(), "app", []byte("b"), store.PutOptions{}); err != nil && (!errors.Is(err, store.ErrFenced) || errors.Is(err, lock.ErrLost)) {
 		t.Fatalf("write: %v", err)
 	}
 }
@@ -384,7 +384,7 @@ func testSuspendedWithContender(t *testing.T, e *env) {
 			// An acquisition in progress, written while the holder cannot
 			// reach the storage.
 			intent := e.foreign(c.id)
-			intent.State, intent.Epoch = lock.StateIntent, 0
+			intent.State, intent.Epoch = lockadmin.StateIntent, 0
 			e.putRecord(e.storeRoot(nil, "suspended-"+c.name), intentClaim(intent.AcquisitionID), intent)
 			f.SetUnavailable(false)
 			if c.wantLost {
@@ -423,10 +423,10 @@ func testSuspendedVanishedIntent(t *testing.T, e *env) {
 			f.SetUnavailable(true)
 			eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
 			succ := e.foreign("pod-a")
-			succ.State, succ.Epoch = lock.StateIntent, 0
+			succ.State, succ.Epoch = lockadmin.StateIntent, 0
 			plain := e.storeRoot(nil, root)
 			e.putRecord(plain, intentClaim(succ.AcquisitionID), succ)
-			succ.State, succ.Epoch = lock.StateHeld, a.Record().Epoch+1
+			succ.State, succ.Epoch = lockadmin.StateHeld, a.Record().Epoch+1
 			held, err := jsonRecord(succ)
 			if err != nil {
 				t.Fatal(err)
@@ -482,7 +482,7 @@ func testSuspendedStandbyIntentsVanish(t *testing.T, e *env) {
 	plain := e.storeRoot(nil, root)
 	standby := func() (string, []byte) {
 		rec := e.foreign("pod-b")
-		rec.State, rec.Epoch = lock.StateIntent, 0
+		rec.State, rec.Epoch = lockadmin.StateIntent, 0
 		data, err := jsonRecord(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -539,7 +539,7 @@ func testSuspendedReadFails(t *testing.T, e *env) {
 	f.SetUnavailable(true)
 	eventually(t, 2*e.heartbeat()+e.slack(), "the fence suspends", func() bool { return errors.Is(a.Err(), lock.ErrSuspended) })
 	other := e.foreign("pod-b")
-	other.State, other.Epoch = lock.StateIntent, 0
+	other.State, other.Epoch = lockadmin.StateIntent, 0
 	e.putRecord(e.storeRoot(nil, root), intentClaim(other.AcquisitionID), other)
 	v.arm()
 	f.SetUnavailable(false)

@@ -33,6 +33,7 @@ import (
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -323,7 +324,7 @@ func marker(epoch uint64) string    { return fmt.Sprintf(".lock.d/epoch-%020d", 
 // holderObject is where a holder's record lives in this mode.
 func (e *env) holderObject(rec lock.Record) string {
 	if e.mode == lock.ModeCAS {
-		return lock.Name
+		return storemeta.LockName
 	}
 	return heldClaim(rec.AcquisitionID)
 }
@@ -334,7 +335,7 @@ func (e *env) foreign(id string) lock.Record {
 	return lock.Record{
 		InstanceID: id, Hostname: "elsewhere.example", PID: 4242,
 		ProcessScope: "another-boot/pid:[4026531836]", ProcessStartTicks: 12345,
-		AcquiredAt: now, Heartbeat: now, Epoch: 7, Mode: e.mode, State: lock.StateHeld,
+		AcquiredAt: now, Heartbeat: now, Epoch: 7, Mode: e.mode, State: lockadmin.StateHeld,
 		StaleAfter: e.stale(), HeartbeatInterval: e.heartbeat(),
 		AcquisitionID: uuid.NewString(),
 	}

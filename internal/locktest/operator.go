@@ -59,11 +59,11 @@ func testInspect(t *testing.T, e *env) {
 			st := e.storeRoot(nil, "contenders")
 			l := e.acquire(st, e.opts("pod-a"))
 			intent := e.foreign("pod-c")
-			intent.State, intent.Epoch = lock.StateIntent, 0
+			intent.State, intent.Epoch = lockadmin.StateIntent, 0
 			e.putRecord(st, intentClaim(intent.AcquisitionID), intent)
 			s := e.status(st)
 			if s.Record.AcquisitionID != l.Record().AcquisitionID || len(s.Contenders) != 1 ||
-				s.Contenders[0].State != lock.StateIntent || s.Contenders[0].Record.InstanceID != "pod-c" || !s.Contenders[0].Live {
+				s.Contenders[0].State != lockadmin.StateIntent || s.Contenders[0].Record.InstanceID != "pod-c" || !s.Contenders[0].Live {
 				t.Fatalf("status with a contender = %+v", s)
 			}
 		})

@@ -37,7 +37,7 @@ func testFreshAcquire(t *testing.T, e *env) {
 	st := e.store(nil)
 	l := e.acquire(st, e.opts("pod-a"))
 	r := l.Record()
-	if r.InstanceID != "pod-a" || r.Epoch != 1 || r.Mode != e.mode || r.State != lock.StateHeld || r.AcquisitionID == "" || r.PID <= 0 || r.Hostname == "" {
+	if r.InstanceID != "pod-a" || r.Epoch != 1 || r.Mode != e.mode || r.State != lockadmin.StateHeld || r.AcquisitionID == "" || r.PID <= 0 || r.Hostname == "" {
 		t.Fatalf("record = %+v", r)
 	}
 	if r.HeartbeatInterval != e.heartbeat() || r.StaleAfter != e.stale() {
@@ -130,7 +130,7 @@ func testDuplicateInProcess(t *testing.T, e *env) {
 	a := e.acquire(st, e.opts("pod-a"))
 	_, err := lock.Acquire(e.ctx(), st, e.opts("pod-a"))
 	wantDuplicate(t, err, "pod-a")
-	fenced := st.WithFence(a)
+	fenced := a.Fence(st)
 	deadline := time.Now().Add(3 * e.heartbeat())
 	for time.Now().Before(deadline) {
 		if isLost(a) {

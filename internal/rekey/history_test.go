@@ -36,7 +36,7 @@ func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.WithFence(l).Delete(ctx, "obj/03", store.DeleteOptions{}); err != nil {
+		if err := l.Fence(st).Delete(ctx, "obj/03", store.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if err := l.Release(ctx); err != nil {

@@ -396,7 +396,7 @@ func Run(ctx context.Context, b backend.Backend, o Options) (Result, error) {
 	defer cancel()
 	stop := context.AfterFunc(l.Context(), cancel)
 	defer stop()
-	fenced := moved.WithFence(l)
+	fenced := l.Fence(moved)
 
 	// 1. The manifest: from here on writers seal to the new set, and the
 	// old set alone is refused.

@@ -62,7 +62,7 @@ func seededWith(t testing.TB, b backend.Backend, key age.Identity, n, history, w
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	if err := storeadmin.CommitManifest(ctx, st.WithFence(l)); err != nil {
+	if err := storeadmin.CommitManifest(ctx, l.Fence(st)); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{}
@@ -70,13 +70,13 @@ func seededWith(t testing.TB, b backend.Backend, key age.Identity, n, history, w
 		name := fmt.Sprintf("obj/%02d", i)
 		for w := range writes {
 			want[name] = fmt.Sprintf("value %s (%d)", name, w)
-			if _, err := st.WithFence(l).Put(ctx, name, []byte(want[name]), store.PutOptions{}); err != nil {
+			if _, err := l.Fence(st).Put(ctx, name, []byte(want[name]), store.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	want[".migrations"] = "the log"
-	if _, err := storeadmin.Internal(st.WithFence(l)).Put(ctx, ".migrations", []byte("the log"), store.PutOptions{}); err != nil {
+	if _, err := storeadmin.Internal(l.Fence(st)).Put(ctx, ".migrations", []byte("the log"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return want

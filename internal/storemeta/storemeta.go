@@ -18,6 +18,11 @@ import (
 // identity: <root>/.cairn-state/.store (docs/adr/0021).
 const ManifestName = ".store"
 
+// LockName is the reserved state name of the lock object of package
+// lock's compare-and-swap mode: <root>/.cairn-state/.lock (docs/adr/0019).
+// Its claims and epoch markers are below .lock.d/.
+const LockName = ".lock"
+
 // MigrationLogName is the reserved state name of the migration log
 // package migrate keeps (docs/adr/0033).
 const MigrationLogName = ".migrations"
