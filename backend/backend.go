@@ -39,25 +39,31 @@
 //  9. If the backend holds resources (a directory handle, connections),
 //     implement io.Closer; the state package closes backends it opened.
 //  10. If some capability can only be learnt by asking the storage (the S3
-//     backend's conditional-write probe), implement [Resolver]: until
-//     ResolveCapabilities has succeeded, Capabilities reports the
-//     capability as absent and calls that need it fail with
-//     [ErrUnsupported], and no operation other than ResolveCapabilities
-//     may write anything for the backend's own purposes. Wrappers forward
-//     ResolveCapabilities to the backend they wrap. If those capabilities
-//     can also be given instead of found (a store records them when it is
-//     created, so that later opens need not probe), implement [Adopter]
-//     too, and wrappers forward it.
+//     backend's conditional-write probe), add the method
+//     ResolveCapabilities(ctx) (Capabilities, error), which cairn-state
+//     calls before it relies on conditional writes: until it has
+//     succeeded, Capabilities reports the capability as absent and calls
+//     that need it fail with [ErrUnsupported], and no operation other
+//     than ResolveCapabilities may write anything for the backend's own
+//     purposes. If those capabilities can also be given instead of found
+//     (a store records them when it is created, so that later opens need
+//     not probe), add AdoptCapabilities(Capabilities) error too, failing
+//     with [ErrCapabilityMismatch] where it cannot use them.
 //  11. If the storage can copy an object to another key without the bytes
 //     passing through the caller, implement [Copier], with its conditions
 //     where the storage enforces them and ErrUnsupported where it does
-//     not. Wrappers implement Copier by forwarding to [Copy].
+//     not.
+//  12. A wrapper (a backend over another: logging, retries, fault
+//     injection) forwards every optional method of the backend it wraps:
+//     Copy, ResolveCapabilities, AdoptCapabilities, and PutBody(ctx, key,
+//     body io.ReaderAt, size int64, opts PutOptions) (Object, error),
+//     with which cairn-state's backends write an object from a body read
+//     where it lies, so that a large value is never held in memory whole.
 package backend
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 )
@@ -158,78 +164,19 @@ type Backend interface {
 	// returns that error. An empty prefix lists everything.
 	List(ctx context.Context, prefix string, fn func(Object) error) error
 
-	// Capabilities reports what the backend can do; for a [Resolver],
-	// what is known so far (nothing beyond the plain operations until
-	// ResolveCapabilities has succeeded).
+	// Capabilities reports what the backend can do; for a backend that
+	// finds them by asking the storage, what is known so far (nothing
+	// beyond the plain operations until ResolveCapabilities has
+	// succeeded, checklist item 10).
 	Capabilities() Capabilities
 
 	// Now returns the current time on the storage's clock.
 	Now(ctx context.Context) (time.Time, error)
 }
 
-// Resolver is implemented by backends whose capabilities are found by asking
-// the storage (the S3 backend's conditional-write probe under
-// conditional=auto). Until ResolveCapabilities has succeeded once, such a
-// backend's Capabilities reports no conditional writes and its conditional
-// calls fail with ErrUnsupported, saying that the capabilities were not
-// resolved; read-only use never needs to resolve them, and so never writes.
-//
-// ResolveCapabilities finds the capabilities (at most once for the
-// backend's life: concurrent callers share one resolution, and the result
-// is kept) and returns them. A failed resolution is not kept: the next call
-// tries again.
-type Resolver interface {
-	ResolveCapabilities(ctx context.Context) (Capabilities, error)
-}
-
-// ResolveCapabilities returns b's capabilities, resolving them first when b
-// is a [Resolver]. Callers that are about to depend on conditional writes
-// (acquiring a lock, a compare-and-swap update) call it once first; read
-// paths do not.
-func ResolveCapabilities(ctx context.Context, b Backend) (Capabilities, error) {
-	if r, ok := b.(Resolver); ok {
-		return r.ResolveCapabilities(ctx)
-	}
-	return b.Capabilities(), nil
-}
-
 // ErrCapabilityMismatch means a backend was told to use capabilities
-// ([AdoptCapabilities]) other than the ones it is configured for or has
-// found: an S3 URL whose conditional= parameter forces the other lock
+// (AdoptCapabilities, checklist item 10) other than the ones it is
+// configured for or has found: an S3 URL whose conditional= parameter forces the other lock
 // mode than the store records, or storage without the conditional writes
 // the store relies on. Nothing was changed.
 var ErrCapabilityMismatch = errors.New("the backend's capabilities differ from the ones the store records")
-
-// Adopter is implemented by backends whose capabilities are otherwise
-// found by asking the storage ([Resolver]) and that can be given them
-// instead: as a store recorded them when it was created, so that the
-// storage is not asked again by every process.
-type Adopter interface {
-	// AdoptCapabilities makes the backend report caps (and use them)
-	// without asking the storage. It fails, changing nothing, with an
-	// error wrapping ErrCapabilityMismatch when the backend's
-	// configuration forces other capabilities, or it has already found
-	// others.
-	AdoptCapabilities(caps Capabilities) error
-}
-
-// AdoptCapabilities makes b use caps, as a store recorded them: through
-// [Adopter] where b implements it (no request is sent), otherwise by
-// resolving b's own capabilities (see [ResolveCapabilities]) and checking
-// them. Conditional writes recorded but absent fail with an error
-// wrapping ErrCapabilityMismatch; conditional writes present but not
-// recorded are fine (the store uses the protocol for storage without
-// them, which holds on any storage).
-func AdoptCapabilities(ctx context.Context, b Backend, caps Capabilities) error {
-	if a, ok := b.(Adopter); ok {
-		return a.AdoptCapabilities(caps)
-	}
-	got, err := ResolveCapabilities(ctx, b)
-	if err != nil {
-		return err
-	}
-	if caps.ConditionalWrites && !got.ConditionalWrites {
-		return fmt.Errorf("%w: the store relies on conditional writes, which this backend does not have", ErrCapabilityMismatch)
-	}
-	return nil
-}

@@ -1,9 +1,6 @@
 package backend
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // CopyOptions are the conditions of a [Copier.Copy]. The zero value is an
 // unconditional copy; the two conditions may be combined, since they are
@@ -20,8 +17,8 @@ type CopyOptions struct {
 
 // Copier is implemented by backends that copy an object to another key
 // inside the storage (a server-side copy: S3 CopyObject, a file copy on a
-// local directory), so that the bytes never pass through the caller. Find
-// it with [Copy], which answers [ErrUnsupported] for a backend without it.
+// local directory), so that the bytes never pass through the caller.
+// Callers find it by type assertion; a wrapper forwards it.
 type Copier interface {
 	// Copy writes the bytes of the object at srcKey to dstKey, as Put
 	// would: atomically (readers of dstKey see its old object or the
@@ -38,40 +35,10 @@ type Copier interface {
 	// source is missing or has another version; with opts.IfAbsent when
 	// dstKey exists. A condition the storage cannot enforce atomically
 	// fails with ErrUnsupported and copies nothing: a backend never
-	// degrades a conditional copy into an unconditional one (a [Resolver]
-	// refuses conditions until its capabilities are resolved). It
+	// degrades a conditional copy into an unconditional one (one whose
+	// capabilities are resolved by asking the storage refuses conditions
+	// until they are). It
 	// returns the destination's description; Size is -1 where the
 	// storage does not report it (S3's CopyObject).
 	Copy(ctx context.Context, srcKey, dstKey string, opts CopyOptions) (Object, error)
-}
-
-// Copy copies srcKey to dstKey on b with b's [Copier], or fails with an
-// error wrapping ErrUnsupported, copying nothing, when b has none.
-// Wrappers implement Copier by calling Copy on the backend they wrap, so
-// that the answer for the whole chain is the innermost backend's.
-func Copy(ctx context.Context, b Backend, srcKey, dstKey string, opts CopyOptions) (Object, error) {
-	c, ok := b.(Copier)
-	if !ok {
-		return Object{}, fmt.Errorf("copy %q to %q: the backend has no server-side copy: %w", srcKey, dstKey, ErrUnsupported)
-	}
-	return c.Copy(ctx, srcKey, dstKey, opts)
-}
-
-// CheckCopy returns ctx's error, then validates a copy's keys and refuses
-// a copy of a key onto itself: the checks every Copier makes before it
-// touches storage.
-func CheckCopy(ctx context.Context, srcKey, dstKey string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := ValidateKey(srcKey); err != nil {
-		return err
-	}
-	if err := ValidateKey(dstKey); err != nil {
-		return err
-	}
-	if srcKey == dstKey {
-		return fmt.Errorf("copy %q onto itself: %w", srcKey, ErrUnsupported)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
@@ -57,7 +58,7 @@ func Acquire(ctx context.Context, st *store.Store, opts Options) (_ *Lock, err e
 		return nil, fmt.Errorf("lock: acquire: %w", err)
 	}
 	in := storeadmin.Internal(st)
-	caps, err := backend.ResolveCapabilities(ctx, storeadmin.Backend(in))
+	caps, err := driver.ResolveCapabilities(ctx, storeadmin.Backend(in))
 	if err != nil {
 		return nil, fmt.Errorf("lock: acquire: %w", err)
 	}

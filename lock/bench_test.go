@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"testing"
 
@@ -27,7 +28,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { _ = be.Close() })
+			b.Cleanup(func() { _ = be.(io.Closer).Close() })
 			return be
 		}},
 	} {

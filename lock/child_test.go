@@ -16,6 +16,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
@@ -149,10 +150,10 @@ func openStore(ctx context.Context, rawURL, identityFile string, log *slog.Logge
 				}
 				opts.Credentials = credentials.NewStaticCredentialsProvider(vars["AWS_ACCESS_KEY_ID"], vars["AWS_SECRET_ACCESS_KEY"], "")
 			}
-			var sb *s3.Backend
+			var sb backend.Backend
 			if sb, err = s3.New(ctx, opts); err == nil {
 				b = sb
-				_, err = sb.ResolveCapabilities(ctx)
+				_, err = driver.ResolveCapabilities(ctx, sb)
 			}
 		}
 	default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/cairnhq/state/backend/s3"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/locktest"
+	"github.com/cairnhq/state/internal/s3diag"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
@@ -28,7 +30,7 @@ import (
 
 // clusterBackend is a backend on bucket through the cluster's multi-endpoint
 // URL (failover between the nodes), or through one node's endpoint alone.
-func clusterBackend(t testing.TB, c *garage.Cluster, bucket, endpoint string, responseTimeout time.Duration) *s3.Backend {
+func clusterBackend(t testing.TB, c *garage.Cluster, bucket, endpoint string, responseTimeout time.Duration) backend.Backend {
 	t.Helper()
 	opts, _, err := s3.ParseURL(c.URL(bucket, ""))
 	if err != nil {
@@ -49,7 +51,7 @@ func clusterBackend(t testing.TB, c *garage.Cluster, bucket, endpoint string, re
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() { _ = b.(io.Closer).Close() })
 	return b
 }
 
@@ -238,7 +240,7 @@ func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T)
 	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env), clusterOpts(t, "pod-b"))
 
 	waitUntil(t, 30*time.Second, "20 fenced writes", func() bool { return w.count() >= 20 })
-	victim := c.NodeAt(b.CurrentEndpoint())
+	victim := c.NodeAt(b.(s3diag.Backend).CurrentEndpoint())
 	killed := time.Now()
 	victim.Kill(t)
 	waitUntil(t, 30*time.Second, "a fenced write after the kill", func() bool { _, ok := w.firstAckAfter(killed); return ok })
@@ -301,7 +303,7 @@ func TestLock_Cluster_NodePausedPastStaleWindow_NoSecondHolderNoAckLost(t *testi
 	stopTrying := neverSecondHolder(t, openOn(t, clusterBackend(t, c, bucket, "", 3*time.Second), env), withWindow("pod-b"))
 
 	waitUntil(t, 30*time.Second, "20 fenced writes", func() bool { return w.count() >= 20 })
-	victim := c.NodeAt(b.CurrentEndpoint())
+	victim := c.NodeAt(b.(s3diag.Backend).CurrentEndpoint())
 	victim.Pause(t)
 	time.Sleep(withWindow("").StaleAfter + 2*time.Second)
 	victim.Resume(t)
@@ -332,7 +334,7 @@ func TestLock_Cluster_RacingAcquirers_OneWinnerWithAllNodesAndWithOneDown(t *tes
 	c := garage.StartCluster(t, 3)
 	env := testkit.Envelope(t) // one key for every instance of the test
 	bucket := c.NewBucket(t)
-	var racers [8]*s3.Backend // one client each, as eight instances
+	var racers [8]backend.Backend // one client each, as eight instances
 	for i := range racers {
 		racers[i] = clusterBackend(t, c, bucket, "", 3*time.Second)
 	}

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
@@ -97,8 +99,8 @@ func measureHTTP(t *testing.T, srv *testutil.S3Server, wantAcquire, wantBeat, wa
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
-	if _, err := b.ResolveCapabilities(ctx); err != nil { // the probe
+	t.Cleanup(func() { _ = b.(io.Closer).Close() })
+	if _, err := driver.ResolveCapabilities(ctx, b); err != nil { // the probe
 		t.Fatal(err)
 	}
 	env := testkit.Envelope(t)

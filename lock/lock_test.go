@@ -1,16 +1,18 @@
 package lock_test
 
 import (
+	"io"
 	"os"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/locktest"
 	"github.com/cairnhq/state/lock"
-	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
@@ -42,7 +44,7 @@ func newFS(t *testing.T) backend.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() { _ = b.(io.Closer).Close() })
 	return b
 }
 

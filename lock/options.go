@@ -65,8 +65,8 @@ type Options struct {
 	WaitForStale bool
 	// Mode forces a protocol: ModeClaims runs the claims protocol even
 	// where the backend has conditional writes; ModeCAS fails on a
-	// backend without them. Empty chooses from the backend's capabilities
-	// (resolving them first, see backend.ResolveCapabilities).
+	// backend without them. Empty chooses from the backend's capabilities,
+	// resolved first (the S3 backend probes the server once).
 	Mode Mode
 	// IntentWindow is, in claims mode, how long a claim of an acquisition
 	// in progress counts as live on the storage's clock; an acquirer that

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -60,7 +61,7 @@ func TestLock_VersitygwClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = b.Close() })
+		t.Cleanup(func() { _ = b.(io.Closer).Close() })
 		return b
 	}))
 }

@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
@@ -34,7 +36,7 @@ func BenchmarkSteps(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(func() { _ = be.Close() })
+		b.Cleanup(func() { _ = be.(io.Closer).Close() })
 		return be
 	}
 	for _, s := range []struct {
@@ -68,7 +70,7 @@ func benchSteps(b *testing.B, be backend.Backend) {
 	}
 	ctx := context.Background()
 	opts := Options{InstanceID: "bench", Logger: slog.New(slog.DiscardHandler)}
-	if _, err := backend.ResolveCapabilities(ctx, be); err != nil { // the probe, once
+	if _, err := driver.ResolveCapabilities(ctx, be); err != nil { // the probe, once
 		b.Fatal(err)
 	}
 	b.Run("step=acquire", func(b *testing.B) {

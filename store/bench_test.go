@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil/versitygw"
@@ -249,7 +250,7 @@ func benchHTTPClient(b *testing.B) *http.Client {
 // backend on it and a raw aws-sdk-go-v2 client on the same bucket, both
 // with the same HTTP transport settings and checksum policy, so that a
 // ratio of the two is the store's own cost.
-func benchVersitygw(b *testing.B) (*s3.Backend, *awss3.Client, string, s3.Options) {
+func benchVersitygw(b *testing.B) (backend.Backend, *awss3.Client, string, s3.Options) {
 	srv := versitygw.Start(b)
 	bucket := srv.NewBucket(b)
 	httpClient := benchHTTPClient(b)
@@ -260,8 +261,8 @@ func benchVersitygw(b *testing.B) (*s3.Backend, *awss3.Client, string, s3.Option
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { be.Close() })
-	if _, err := be.ResolveCapabilities(context.Background()); err != nil {
+	b.Cleanup(func() { be.(io.Closer).Close() })
+	if _, err := driver.ResolveCapabilities(context.Background(), be); err != nil {
 		b.Fatal(err)
 	}
 	raw := awss3.New(awss3.Options{

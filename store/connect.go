@@ -13,6 +13,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storehook"
 	"github.com/cairnhq/state/internal/storemeta"
@@ -83,7 +84,7 @@ const lockPrefix = ".lock"
 // <root>/.cairn-state/.store, before anything else, and returns a store
 // whose objects are bound to the store's id, sealed to its recipient set
 // and stamped with its generation (docs/adr/0021, 0031). The backend is
-// told the capabilities the manifest records (backend.AdoptCapabilities),
+// told the capabilities the manifest records (driver.AdoptCapabilities),
 // so the storage is not probed again. It never touches the lock.
 //
 // Errors: a [*WrongStoreError] ([ErrWrongStore]) for a store other than
@@ -192,7 +193,7 @@ func (s *Store) create(ctx context.Context, keys Keys) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	caps, err := backend.ResolveCapabilities(ctx, s.c.b)
+	caps, err := driver.ResolveCapabilities(ctx, s.c.b)
 	if err != nil {
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
@@ -278,7 +279,7 @@ func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOption
 		return nil, bad(fmt.Errorf("it records generation %d but was sealed under generation %d", m.Generation, hdr.Stamp.Generation))
 	}
 	recorded := backend.Capabilities{ConditionalWrites: m.ConditionalWrites(), CopySourceConditions: m.CopySourceConditions, Evidence: m.Storage}
-	if err := backend.AdoptCapabilities(ctx, s.c.b, recorded); err != nil {
+	if err := driver.AdoptCapabilities(ctx, s.c.b, recorded); err != nil {
 		return nil, fmt.Errorf("store: connect: %s records lock mode %s (decided at its creation from: %s): %w", o.Location, m.LockMode, m.Storage, err)
 	}
 	state.stored = &m

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"bytes"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	const root = "apps/raw"
 	s, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{Root: root})
 	if err != nil {
@@ -89,7 +90,7 @@ func TestUpdate_FS_ConcurrentWriters_NoUpdateLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	s, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{UpdateAttempts: 1000})
 	if err != nil {
 		t.Fatal(err)

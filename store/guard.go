@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // Guard wraps b for the application's own use of the same bucket or
@@ -33,14 +34,14 @@ type guard struct {
 }
 
 var (
-	_ backend.Backend  = (*guard)(nil)
-	_ backend.Resolver = (*guard)(nil)
+	_ backend.Backend = (*guard)(nil)
+	_ driver.Resolver = (*guard)(nil)
 )
 
 // ResolveCapabilities forwards to the guarded backend, so that a guarded
 // backend's capabilities are resolved like its own.
 func (g *guard) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
-	return backend.ResolveCapabilities(ctx, g.Backend)
+	return driver.ResolveCapabilities(ctx, g.Backend)
 }
 
 func (g *guard) reserved(key string) bool {

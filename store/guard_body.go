@@ -5,15 +5,16 @@ import (
 	"io"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
-var _ backend.BodyPutter = (*guard)(nil)
+var _ driver.BodyPutter = (*guard)(nil)
 
-// PutBody forwards a write from a body (backend.PutBody) unless the key is
+// PutBody forwards a write from a body (driver.PutBody) unless the key is
 // reserved.
 func (g *guard) PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error) {
 	if err := g.check("put", key); err != nil {
 		return backend.Object{}, err
 	}
-	return backend.PutBody(ctx, g.Backend, key, body, size, opts)
+	return driver.PutBody(ctx, g.Backend, key, body, size, opts)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/store"
 )
 
@@ -15,19 +16,19 @@ func TestGuard_PutBody_ReservedRefusedOthersForwarded(t *testing.T) {
 	ctx := t.Context()
 	raw := mem.New(mem.Options{})
 	g := store.Guard(raw, "apps/one")
-	if _, ok := g.(backend.BodyPutter); !ok {
-		t.Fatal("the guard does not forward backend.BodyPutter")
+	if _, ok := g.(driver.BodyPutter); !ok {
+		t.Fatal("the guard does not forward driver.BodyPutter")
 	}
 	body := bytes.NewReader([]byte("clobber"))
 	for _, key := range []string{"apps/one/.cairn-state/token", "apps/one/.CAIRN-STATE/.lock", "apps/one/.cairn-state"} {
-		if _, err := backend.PutBody(ctx, g, key, body, body.Size(), backend.PutOptions{}); !errors.Is(err, store.ErrReservedKey) {
+		if _, err := driver.PutBody(ctx, g, key, body, body.Size(), backend.PutOptions{}); !errors.Is(err, store.ErrReservedKey) {
 			t.Errorf("PutBody(%q) = %v, want ErrReservedKey", key, err)
 		}
 	}
 	if keys := rawKeys(t, raw); len(keys) != 0 {
 		t.Fatalf("reserved PutBody wrote %q", keys)
 	}
-	if _, err := backend.PutBody(ctx, g, "apps/one/data", body, body.Size(), backend.PutOptions{}); err != nil {
+	if _, err := driver.PutBody(ctx, g, "apps/one/data", body, body.Size(), backend.PutOptions{}); err != nil {
 		t.Fatalf("PutBody of an application key: %v", err)
 	}
 	if got := rawGet(t, raw, "apps/one/data"); !bytes.Equal(got, []byte("clobber")) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
@@ -32,14 +33,14 @@ func TestGuard_Copy_ReservedEitherSideRefused_OthersForwarded(t *testing.T) {
 		{"apps/one/data", "apps/one/.cairn-state/token"},
 		{"apps/one/data", "apps/one/.CAIRN-STATE/token"},
 	} {
-		if _, err := backend.Copy(ctx, g, c[0], c[1], backend.CopyOptions{}); !errors.Is(err, store.ErrReservedKey) {
+		if _, err := driver.Copy(ctx, g, c[0], c[1], backend.CopyOptions{}); !errors.Is(err, store.ErrReservedKey) {
 			t.Errorf("Copy(%q → %q) through the guard = %v, want ErrReservedKey", c[0], c[1], err)
 		}
 	}
 	if after := rawKeys(t, raw); strings.Join(after, ",") != strings.Join(before, ",") {
 		t.Errorf("keys changed from %q to %q through the guard", before, after)
 	}
-	if _, err := backend.Copy(ctx, g, "apps/one/data", "apps/one/data-copy", backend.CopyOptions{}); err != nil {
+	if _, err := driver.Copy(ctx, g, "apps/one/data", "apps/one/data-copy", backend.CopyOptions{}); err != nil {
 		t.Errorf("Copy of the application's own object through the guard: %v", err)
 	}
 }

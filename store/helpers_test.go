@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newStore returns a store over a fresh in-memory backend.
-func newStore(t testing.TB, opts store.Options) (*store.Store, *mem.Backend) {
+func newStore(t testing.TB, opts store.Options) (*store.Store, backend.Backend) {
 	t.Helper()
 	b := mem.New(mem.Options{})
 	s, err := storeadmin.Open(b, testkit.Envelope(t), opts)

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -194,7 +195,7 @@ func TestHistory_Local(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { b.Close() })
+			t.Cleanup(func() { b.(io.Closer).Close() })
 			return b
 		})
 	})

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/envelope"
 )
 
@@ -196,7 +197,7 @@ func (s *Store) copyEntry(ctx context.Context, key, dst, v string) (backend.Obje
 	if s.c.b.Capabilities().CopySourceConditions {
 		co.IfSourceVersion = v
 	}
-	return backend.Copy(ctx, s.c.b, key, dst, co)
+	return driver.Copy(ctx, s.c.b, key, dst, co)
 }
 
 // repair keeps the current object of h under its own id when it is not

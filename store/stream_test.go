@@ -11,7 +11,7 @@ import (
 	"testing/iotest"
 
 	"github.com/cairnhq/state/backend"
-	fsbackend "github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
@@ -177,7 +177,7 @@ func TestPutReader_LimitConditionsAndUploads(t *testing.T) {
 // allocate a small fraction of it (counted in bytes allocated, not time).
 func TestPutReaderGetReader_AllocateAFractionOfTheValue(t *testing.T) {
 	testkit.Local(t, func(t *testing.T, b backend.Backend) {
-		if _, ok := b.(*fsbackend.Backend); !ok {
+		if _, ok := b.(driver.Directory); !ok {
 			t.Skip("the mem backend holds values in memory")
 		}
 		ctx := t.Context()

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // write is one write request of the store: a put of sealed bytes, or a
@@ -78,7 +79,7 @@ func (s *Store) sendEntered(ctx context.Context, w write) (backend.Object, error
 		case w.del:
 			err = s.c.b.Delete(ctx, w.key, do)
 		case w.body != nil:
-			obj, err = backend.PutBody(ctx, s.c.b, w.key, w.body, w.size, po)
+			obj, err = driver.PutBody(ctx, s.c.b, w.key, w.body, w.size, po)
 		default:
 			obj, err = s.c.b.Put(ctx, w.key, w.sealed, po)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // S3Server is a running S3-compatible server, as a test sees it. The
@@ -116,7 +118,7 @@ func (s *S3Server) Backend(t testing.TB, bucket string) backend.Backend {
 // connections close when the test ends (unless opts.HTTPClient is set),
 // its capabilities are resolved (the conditional=auto probe has run), and
 // it is closed when the test ends.
-func openS3(t testing.TB, opts s3.Options) *s3.Backend {
+func openS3(t testing.TB, opts s3.Options) backend.Backend {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
@@ -130,8 +132,8 @@ func openS3(t testing.TB, opts s3.Options) *s3.Backend {
 	if err != nil {
 		t.Fatalf("s3 backend on bucket %q at %s: %v", opts.Bucket, opts.Endpoint, err)
 	}
-	t.Cleanup(func() { b.Close() })
-	if _, err := b.ResolveCapabilities(ctx); err != nil {
+	t.Cleanup(func() { b.(io.Closer).Close() })
+	if _, err := driver.ResolveCapabilities(ctx, b); err != nil {
 		t.Fatalf("s3 backend on bucket %q at %s: resolving capabilities: %v", opts.Bucket, opts.Endpoint, err)
 	}
 	return b

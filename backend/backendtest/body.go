@@ -8,9 +8,10 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
-// The cases of [backend.PutBody]: through the backend's [backend.BodyPutter],
+// The cases of [driver.PutBody]: through the backend's [driver.BodyPutter],
 // or Put for a backend without one.
 
 // errBody is the error of a body that fails midway.
@@ -38,7 +39,7 @@ func (f failingBody) ReadAt(p []byte, off int64) (int, error) {
 
 func putBody(t *testing.T, b backend.Backend, key string, body []byte, size int64, opts backend.PutOptions) (backend.Object, error) {
 	t.Helper()
-	return backend.PutBody(t.Context(), b, key, bytes.NewReader(body), size, opts)
+	return driver.PutBody(t.Context(), b, key, bytes.NewReader(body), size, opts)
 }
 
 func mustPutBody(t *testing.T, b backend.Backend, key string, body []byte, size int64, opts backend.PutOptions) backend.Object {
@@ -76,7 +77,7 @@ func testPutBodyFailingBody(t *testing.T, h Harness) {
 	data := randomBytes(7, 2<<20)
 	for _, key := range []string{"kept", "fresh"} {
 		for _, at := range []int64{0, 1 << 20} {
-			_, err := backend.PutBody(t.Context(), b, key, failingBody{data: data, at: at}, int64(len(data)), backend.PutOptions{})
+			_, err := driver.PutBody(t.Context(), b, key, failingBody{data: data, at: at}, int64(len(data)), backend.PutOptions{})
 			if !errors.Is(err, errBody) {
 				t.Errorf("PutBody(%q) of a body failing at byte %d = %v, want the body's error", key, at, err)
 			}
@@ -131,7 +132,7 @@ func testPutBodyConditions(t *testing.T, h Harness) {
 	}
 	assertContent(t, b, "k", []byte("two"), v2)
 	mustPutBody(t, b, "new", []byte("x"), 1, backend.PutOptions{IfAbsent: true})
-	if _, err := backend.PutBody(ctx, b, "both", bytes.NewReader([]byte("x")), 1, backend.PutOptions{IfAbsent: true, IfVersion: v2}); err == nil {
+	if _, err := driver.PutBody(ctx, b, "both", bytes.NewReader([]byte("x")), 1, backend.PutOptions{IfAbsent: true, IfVersion: v2}); err == nil {
 		t.Error("PutBody with IfAbsent and IfVersion both set succeeded, want an error")
 	}
 	assertAbsent(t, b, "both")
@@ -144,7 +145,7 @@ func testPutBodyContextCancelled(t *testing.T, h Harness) {
 	cancel()
 	data := randomBytes(9, 1<<20)
 	for _, key := range []string{"kept", "new"} {
-		if _, err := backend.PutBody(ctx, b, key, bytes.NewReader(data), int64(len(data)), backend.PutOptions{}); !errors.Is(err, context.Canceled) {
+		if _, err := driver.PutBody(ctx, b, key, bytes.NewReader(data), int64(len(data)), backend.PutOptions{}); !errors.Is(err, context.Canceled) {
 			t.Errorf("PutBody(%q) with a cancelled context = %v, want context.Canceled", key, err)
 		}
 	}
@@ -152,7 +153,7 @@ func testPutBodyContextCancelled(t *testing.T, h Harness) {
 	cancelling := cancelAfter{ReaderAt: bytes.NewReader(data), after: 256 << 10}
 	ctx, cancelling.cancel = context.WithCancel(t.Context())
 	defer cancelling.cancel()
-	if _, err := backend.PutBody(ctx, b, "new", &cancelling, int64(len(data)), backend.PutOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := driver.PutBody(ctx, b, "new", &cancelling, int64(len(data)), backend.PutOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("PutBody cancelled while its body is read = %v, want context.Canceled", err)
 	}
 	assertAbsent(t, b, "new")

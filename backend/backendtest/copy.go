@@ -11,18 +11,19 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // The copy cases check [backend.Copier]. A backend that is not a Copier
-// skips them, after checking that backend.Copy refuses it honestly.
+// skips them, after checking that driver.Copy refuses it honestly.
 
 // copier returns b as a Copier, or skips the case.
 func copier(t *testing.T, b backend.Backend) backend.Copier {
 	t.Helper()
 	c, ok := b.(backend.Copier)
 	if !ok {
-		if _, err := backend.Copy(t.Context(), b, "a", "b", backend.CopyOptions{}); !errors.Is(err, backend.ErrUnsupported) {
-			t.Errorf("backend.Copy on a backend without Copier = %v, want ErrUnsupported", err)
+		if _, err := driver.Copy(t.Context(), b, "a", "b", backend.CopyOptions{}); !errors.Is(err, backend.ErrUnsupported) {
+			t.Errorf("driver.Copy on a backend without Copier = %v, want ErrUnsupported", err)
 		}
 		t.Skip("backend is not a backend.Copier")
 	}

@@ -7,9 +7,10 @@ import (
 	"io"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
-var _ backend.Copier = (*Backend)(nil)
+var _ backend.Copier = (*fsBackend)(nil)
 
 // Copy implements backend.Copier: the source's bytes are copied into a new
 // object file for dstKey, with a version of its own, written like a Put
@@ -21,8 +22,8 @@ var _ backend.Copier = (*Backend)(nil)
 // is checked under the lock, like Put's conditions. Where the file system
 // can, the bytes are copied in the kernel (copy_file_range, which shares
 // extents on btrfs and XFS).
-func (b *Backend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
-	if err := backend.CheckCopy(ctx, srcKey, dstKey); err != nil {
+func (b *fsBackend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
+	if err := driver.CheckCopy(ctx, srcKey, dstKey); err != nil {
 		return backend.Object{}, err
 	}
 	src, sobj, err := b.open(srcKey)

@@ -19,7 +19,7 @@ import (
 func TestCopy_IsAFileOfItsOwnWithANewVersion(t *testing.T) {
 	b, dir := newBackend(t, fs.Options{})
 	src := put(t, b, "a/src", []byte("the value"))
-	obj, err := b.Copy(t.Context(), "a/src", "b/dst", backend.CopyOptions{IfSourceVersion: src.Version, IfAbsent: true})
+	obj, err := b.(backend.Copier).Copy(t.Context(), "a/src", "b/dst", backend.CopyOptions{IfSourceVersion: src.Version, IfAbsent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestCopy_CorruptSource_ErrCorruptAndNothingWritten(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, `d\`, "bad"), []byte("not an object file"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Copy(t.Context(), "d/bad", "d/copy", backend.CopyOptions{}); !errors.Is(err, backend.ErrCorrupt) {
+	if _, err := b.(backend.Copier).Copy(t.Context(), "d/bad", "d/copy", backend.CopyOptions{}); !errors.Is(err, backend.ErrCorrupt) {
 		t.Fatalf("Copy of a corrupt object file = %v, want ErrCorrupt", err)
 	}
 	if got := listKeys(t, b); strings.Join(got, ",") != "d/bad,d/ok" {

@@ -3,6 +3,7 @@ package fs_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -22,7 +23,7 @@ func TestCorruptObjectFile_GetSaysCorrupt_ListShowsIt_CASReplacesIt(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 	put(t, b, "d/ok", []byte("fine"))
 	path := filepath.Join(dir, `d\`, "bad")
 	if err := os.WriteFile(path, []byte("not an object file"), 0o600); err != nil {

@@ -2,12 +2,14 @@ package fs_test
 
 import (
 	"errors"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 func TestDiagnose_TheDirectoryAndWhoMayListIt(t *testing.T) {
@@ -16,9 +18,9 @@ func TestDiagnose_TheDirectoryAndWhoMayListIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 
-	d := b.Diagnose(t.Context())
+	d := b.(driver.Directory).Diagnose(t.Context())
 	if d.Err != nil || d.Dir != dir || d.Mode != 0o700 || d.OpenToOthers() {
 		t.Errorf("a fresh directory: %+v (open to others %v)", d, d.OpenToOthers())
 	}
@@ -26,7 +28,7 @@ func TestDiagnose_TheDirectoryAndWhoMayListIt(t *testing.T) {
 		if err := os.Chmod(dir, mode); err != nil {
 			t.Fatal(err)
 		}
-		if d := b.Diagnose(t.Context()); d.Err != nil || d.Mode != mode || !d.OpenToOthers() {
+		if d := b.(driver.Directory).Diagnose(t.Context()); d.Err != nil || d.Mode != mode || !d.OpenToOthers() {
 			t.Errorf("mode %04o: %+v (open to others %v)", mode, d, d.OpenToOthers())
 		}
 	}
@@ -36,7 +38,7 @@ func TestDiagnose_TheDirectoryAndWhoMayListIt(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	if d := b.Diagnose(t.Context()); !errors.Is(d.Err, iofs.ErrNotExist) || d.Mode != 0 {
+	if d := b.(driver.Directory).Diagnose(t.Context()); !errors.Is(d.Err, iofs.ErrNotExist) || d.Mode != 0 {
 		t.Errorf("a removed directory: %+v", d)
 	}
 }
@@ -48,12 +50,12 @@ func TestDiagnose_RelativeDirectory_ShownAbsolute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := b.Diagnose(t.Context()); d.Err != nil || d.Dir != filepath.Join(wd, "state") {
+	if d := b.(driver.Directory).Diagnose(t.Context()); d.Err != nil || d.Dir != filepath.Join(wd, "state") {
 		t.Errorf("%+v, want %s", d, filepath.Join(wd, "state"))
 	}
 }

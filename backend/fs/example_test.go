@@ -25,7 +25,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 	ctx := context.Background()
 
 	// Create once: a second if-absent put fails.

@@ -77,7 +77,7 @@ const (
 	maxMkdirTries = 10
 )
 
-// Options configure a Backend. The zero value is usable.
+// Options configure a backend made by [New]. The zero value is usable.
 type Options struct {
 	// Logger receives warnings (a temp file that could not be removed, a
 	// stray file in the tree). Nil discards them. Nothing secret is logged:
@@ -91,10 +91,8 @@ type Options struct {
 	RemoveTempFilesOlderThan time.Duration
 }
 
-// Backend stores objects in a local directory. It is safe for concurrent use
-// by multiple goroutines and by multiple processes sharing the directory.
-// Close releases its handle on the directory.
-type Backend struct {
+// fsBackend stores objects in a local directory.
+type fsBackend struct {
 	root *os.Root
 	dir  string
 	log  *slog.Logger
@@ -104,11 +102,16 @@ type Backend struct {
 	sem chan struct{}
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var _ backend.Backend = (*fsBackend)(nil)
 
 // New opens (creating it with mode 0700 if needed) the directory dir as a
 // backend. On systems without flock(2) it fails with backend.ErrUnsupported.
-func New(dir string, opts Options) (*Backend, error) {
+//
+// The backend is safe for concurrent use by multiple goroutines and by
+// multiple processes sharing the directory. It copies objects inside the
+// directory (backend.Copier) and holds a handle on the directory: it is an
+// io.Closer, and operations after Close fail.
+func New(dir string, opts Options) (backend.Backend, error) {
 	if dir == "" {
 		return nil, errors.New("fs: empty directory name")
 	}
@@ -126,7 +129,7 @@ func New(dir string, opts Options) (*Backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	b := &Backend{root: root, dir: dir, log: log, sem: make(chan struct{}, 1)}
+	b := &fsBackend{root: root, dir: dir, log: log, sem: make(chan struct{}, 1)}
 	if opts.RemoveTempFilesOlderThan > 0 {
 		if err := b.removeStaleTemps(opts.RemoveTempFilesOlderThan); err != nil {
 			root.Close()
@@ -137,17 +140,17 @@ func New(dir string, opts Options) (*Backend, error) {
 }
 
 // Close releases the directory handle. Operations after Close fail.
-func (b *Backend) Close() error { return b.root.Close() }
+func (b *fsBackend) Close() error { return b.root.Close() }
 
 // Capabilities implements backend.Backend: conditional writes are atomic.
-func (b *Backend) Capabilities() backend.Capabilities {
+func (b *fsBackend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ConditionalWrites: true, CopySourceConditions: true}
 }
 
 // Now implements backend.Backend. The storage is the local disk, so its
 // clock is the local clock; so is the Now of every Object returned, read
 // when the operation has done its work on the disk.
-func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+func (b *fsBackend) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}
@@ -207,7 +210,7 @@ func (e permissionError) Error() string   { return e.err.Error() }
 func (e permissionError) Unwrap() []error { return []error{backend.ErrPermission, e.err} }
 
 // Get implements backend.Backend.
-func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
+func (b *fsBackend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
 	if err := check(ctx, key); err != nil {
 		return nil, backend.Object{}, err
 	}
@@ -220,7 +223,7 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 }
 
 // open opens key's file positioned after its header.
-func (b *Backend) open(key string) (*os.File, backend.Object, error) {
+func (b *fsBackend) open(key string) (*os.File, backend.Object, error) {
 	f, err := b.root.Open(diskPath(key))
 	if err != nil {
 		return nil, backend.Object{}, mapErr("get", key, err)
@@ -271,7 +274,7 @@ func parseHeader(h []byte) (string, bool) {
 // currentVersion returns the version of key, or "" when it is absent. A
 // corrupt object file has the version List reports for it, so that a
 // caller that judged it can replace or delete it conditionally.
-func (b *Backend) currentVersion(key string) (string, error) {
+func (b *fsBackend) currentVersion(key string) (string, error) {
 	f, obj, err := b.open(key)
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
@@ -291,7 +294,7 @@ func (b *Backend) currentVersion(key string) (string, error) {
 
 // corruptObject describes a corrupt object file from the file itself: its
 // size and time, and a version no write produces (derived from its time).
-func (b *Backend) corruptObject(key string) (backend.Object, error) {
+func (b *fsBackend) corruptObject(key string) (backend.Object, error) {
 	fi, err := b.root.Stat(diskPath(key))
 	if err != nil {
 		return backend.Object{}, err
@@ -306,13 +309,13 @@ func newVersion() string {
 }
 
 // Put implements backend.Backend.
-func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
+func (b *fsBackend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
 	return b.PutBody(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
 }
 
 // putCondition is the check of a put's conditions, made under the lock
 // right before the rename.
-func (b *Backend) putCondition(key string, opts backend.PutOptions) func() error {
+func (b *fsBackend) putCondition(key string, opts backend.PutOptions) func() error {
 	return func() error {
 		if !opts.IfAbsent && opts.IfVersion == "" {
 			return nil
@@ -338,7 +341,7 @@ func (b *Backend) putCondition(key string, opts backend.PutOptions) func() error
 // lock, cond checks the write's conditions and the temp file is renamed
 // over key's; then the directory is fsynced. op names the operation in
 // errors.
-func (b *Backend) write(ctx context.Context, op, key string, fill func(io.Writer) (int64, error), cond func() error) (backend.Object, error) {
+func (b *fsBackend) write(ctx context.Context, op, key string, fill func(io.Writer) (int64, error), cond func() error) (backend.Object, error) {
 	target := diskPath(key)
 	dir := path.Dir(target)
 	version := newVersion()
@@ -394,7 +397,7 @@ func (b *Backend) write(ctx context.Context, op, key string, fill func(io.Writer
 
 // createTemp creates a fresh temp file in dir, creating dir if needed. It
 // reports whether it had to create directories.
-func (b *Backend) createTemp(dir string) (f *os.File, name string, created bool, err error) {
+func (b *fsBackend) createTemp(dir string) (f *os.File, name string, created bool, err error) {
 	for range maxMkdirTries {
 		name = path.Join(dir, tempPrefix+newVersion())
 		f, err := b.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -439,7 +442,7 @@ func writeTemp(f *os.File, version string, fill func(io.Writer) (int64, error)) 
 
 // syncDirs fsyncs dir and, when directories were created for it, every
 // ancestor up to the root, so that the new entries survive a crash.
-func (b *Backend) syncDirs(dir string, created bool) error {
+func (b *fsBackend) syncDirs(dir string, created bool) error {
 	for {
 		d, err := b.root.Open(dir)
 		if err != nil {
@@ -458,7 +461,7 @@ func (b *Backend) syncDirs(dir string, created bool) error {
 }
 
 // Delete implements backend.Backend.
-func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
+func (b *fsBackend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
 	if err := check(ctx, key); err != nil {
 		return err
 	}
@@ -505,7 +508,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 // Put keeps its temp file in the directory until the rename, so rmdir(2)
 // can never take a directory that is about to receive an object; a Put
 // that finds its directory gone recreates it.
-func (b *Backend) prune(dir string) {
+func (b *fsBackend) prune(dir string) {
 	for dir != "." {
 		if err := b.root.Remove(dir); err != nil {
 			return // not empty, or gone: either way, stop
@@ -517,7 +520,7 @@ func (b *Backend) prune(dir string) {
 // List implements backend.Backend. It walks the directories that can hold
 // keys with the prefix, sorts the keys, and then reads each object's header
 // as it calls fn; objects deleted meanwhile are skipped.
-func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
+func (b *fsBackend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -603,7 +606,7 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 }
 
 // removeStaleTemps removes temp files older than age anywhere in the tree.
-func (b *Backend) removeStaleTemps(age time.Duration) error {
+func (b *fsBackend) removeStaleTemps(age time.Duration) error {
 	cutoff := time.Now().Add(-age)
 	return iofs.WalkDir(b.root.FS(), ".", func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {

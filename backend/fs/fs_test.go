@@ -3,6 +3,7 @@
 package fs_test
 
 import (
+	"io"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
@@ -10,14 +11,14 @@ import (
 	"github.com/cairnhq/state/backend/fs"
 )
 
-func newBackend(t testing.TB, opts fs.Options) (*fs.Backend, string) {
+func newBackend(t testing.TB, opts fs.Options) (backend.Backend, string) {
 	t.Helper()
 	dir := t.TempDir()
 	b, err := fs.New(dir, opts)
 	if err != nil {
 		t.Fatalf("fs.New(%s): %v", dir, err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	return b, dir
 }
 

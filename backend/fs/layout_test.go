@@ -81,7 +81,7 @@ func TestNew_CreatesRootDirectory0700(t *testing.T) {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	fi, err := os.Stat(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestNew_RemovesStaleTempFilesOnlyWhenOld(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, b, "d/k", []byte("x"))
-	b.Close()
+	b.(io.Closer).Close()
 	old := filepath.Join(dir, `d\`, `.tmp\old`)
 	fresh := filepath.Join(dir, `d\`, `.tmp\fresh`)
 	for _, p := range []string{old, fresh} {
@@ -154,7 +154,7 @@ func TestNew_RemovesStaleTempFilesOnlyWhenOld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale temp file still there (stat: %v)", err)
 	}
@@ -213,7 +213,7 @@ func TestKeys_HostileKeysWriteNothingOutsideRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	for _, key := range []string{"../x", "/tmp/x", "a/../../x", "..", `..\x`} {
 		if _, err := b.Put(t.Context(), key, []byte("x"), backend.PutOptions{}); !errors.Is(err, backend.ErrInvalidKey) {
 			t.Errorf("Put(%q) = %v, want ErrInvalidKey", key, err)
@@ -256,7 +256,7 @@ func TestTwoBackendsOnOneDirectory_SeeEachOthersWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { b.(io.Closer).Close() })
 	v := put(t, a, "shared", []byte("from a")).Version
 	if _, err := b.Put(t.Context(), "shared", []byte("from b"), backend.PutOptions{IfAbsent: true}); !errors.Is(err, backend.ErrPreconditionFailed) {
 		t.Errorf("second backend's if-absent put over the first's object = %v, want ErrPreconditionFailed", err)

@@ -15,4 +15,4 @@ func platformSupported() error {
 	return fmt.Errorf("fs: cross-process locking needs a unix system: %w", backend.ErrUnsupported)
 }
 
-func (b *Backend) lock(context.Context) (func(), error) { return nil, platformSupported() }
+func (b *fsBackend) lock(context.Context) (func(), error) { return nil, platformSupported() }

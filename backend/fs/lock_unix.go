@@ -17,7 +17,7 @@ func platformSupported() error { return nil }
 // then flock(2) on the lock file, which excludes other processes (each
 // call opens its own file description, so the flock is per call). Waiting
 // honours ctx; flock itself is polled without blocking for the same reason.
-func (b *Backend) lock(ctx context.Context) (unlock func(), err error) {
+func (b *fsBackend) lock(ctx context.Context) (unlock func(), err error) {
 	select {
 	case b.sem <- struct{}{}:
 	case <-ctx.Done():

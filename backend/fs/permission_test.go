@@ -4,6 +4,7 @@ package fs_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func TestWrites_ReadOnlyDirectory_FailWithErrPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, b, "kept", []byte("kept"))
-	b.Close()
+	b.(io.Closer).Close()
 	// The lock file exists once a write has been made; a fresh directory
 	// without it is the harder case for Delete, so remove it.
 	if err := os.Remove(filepath.Join(dir, `.lock\`)); err != nil {
@@ -104,7 +105,7 @@ func TestWrites_ReadOnlyDirectory_FailWithErrPermission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 	if got := get(t, b, "kept"); string(got) != "kept" {
 		t.Errorf("kept = %q after refused writes", got)
 	}

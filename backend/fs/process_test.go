@@ -45,7 +45,7 @@ func runHelper(role string) error {
 	if err != nil {
 		return err
 	}
-	defer b.Close()
+	defer b.(io.Closer).Close()
 	ctx := context.Background()
 	switch role {
 	case "put-loop":

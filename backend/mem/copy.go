@@ -6,15 +6,16 @@ import (
 	"strconv"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
-var _ backend.Copier = (*Backend)(nil)
+var _ backend.Copier = (*memBackend)(nil)
 
 // Copy implements backend.Copier. Both conditions are enforced atomically,
 // unless the backend was made without conditional writes: then a
 // conditional copy fails with backend.ErrUnsupported.
-func (b *Backend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
-	if err := backend.CheckCopy(ctx, srcKey, dstKey); err != nil {
+func (b *memBackend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
+	if err := driver.CheckCopy(ctx, srcKey, dstKey); err != nil {
 		return backend.Object{}, err
 	}
 	if (opts.IfSourceVersion != "" || opts.IfAbsent) && b.opts.NoConditionalWrites {

@@ -17,7 +17,7 @@ import (
 	"github.com/cairnhq/state/backend"
 )
 
-// Options configure a Backend. The zero value is usable.
+// Options configure a backend made by [New]. The zero value is usable.
 type Options struct {
 	// NoConditionalWrites makes the backend behave like storage without
 	// compare-and-swap: it reports no conditional writes and refuses
@@ -27,8 +27,8 @@ type Options struct {
 	Clock func() time.Time
 }
 
-// Backend keeps objects in a map. It is safe for concurrent use.
-type Backend struct {
+// memBackend keeps objects in a map.
+type memBackend struct {
 	opts Options
 
 	mu      sync.Mutex
@@ -41,14 +41,17 @@ type entry struct {
 	obj  backend.Object
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var _ backend.Backend = (*memBackend)(nil)
 
-// New returns an empty in-memory backend.
-func New(opts Options) *Backend {
-	return &Backend{opts: opts, objects: make(map[string]entry)}
+// New returns an empty in-memory backend. It is safe for concurrent use
+// and copies objects (backend.Copier) with both conditions enforced,
+// unless it was made without conditional writes: then a conditional copy
+// fails with backend.ErrUnsupported.
+func New(opts Options) backend.Backend {
+	return &memBackend{opts: opts, objects: make(map[string]entry)}
 }
 
-func (b *Backend) now() time.Time {
+func (b *memBackend) now() time.Time {
 	if b.opts.Clock != nil {
 		return b.opts.Clock()
 	}
@@ -56,7 +59,7 @@ func (b *Backend) now() time.Time {
 }
 
 // Get implements backend.Backend.
-func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
+func (b *memBackend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
 	if err := check(ctx, key); err != nil {
 		return nil, backend.Object{}, err
 	}
@@ -72,7 +75,7 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 }
 
 // Put implements backend.Backend.
-func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
+func (b *memBackend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
 	if err := check(ctx, key); err != nil {
 		return backend.Object{}, err
 	}
@@ -106,7 +109,7 @@ func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend
 }
 
 // Delete implements backend.Backend.
-func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
+func (b *memBackend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
 	if err := check(ctx, key); err != nil {
 		return err
 	}
@@ -133,7 +136,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 }
 
 // List implements backend.Backend.
-func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
+func (b *memBackend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -164,12 +167,12 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 }
 
 // Capabilities implements backend.Backend.
-func (b *Backend) Capabilities() backend.Capabilities {
+func (b *memBackend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ConditionalWrites: !b.opts.NoConditionalWrites, CopySourceConditions: !b.opts.NoConditionalWrites}
 }
 
 // Now implements backend.Backend.
-func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+func (b *memBackend) Now(ctx context.Context) (time.Time, error) {
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
 	}

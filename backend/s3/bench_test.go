@@ -44,7 +44,7 @@ func BenchmarkS3(b *testing.B) {
 				opts.HTTPClient = httpClient(b)
 				opts.Logger = slog.New(slog.DiscardHandler)
 				for b.Loop() {
-					nb, err := s3.New(b.Context(), opts)
+					nb, err := s3.NewBackend(b.Context(), opts)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -5,10 +5,10 @@ import (
 	"io"
 	"sync"
 
-	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
-var _ backend.BodyPutter = (*Backend)(nil)
+var _ driver.BodyPutter = (*s3Backend)(nil)
 
 // attemptBody is the body of one PutObject attempt: a reader of its own
 // over the caller's body, seekable (the SDK reads it to compute the

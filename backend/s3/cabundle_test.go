@@ -41,7 +41,7 @@ func TestNew_DefaultClientWithAWSCABundle_ConnectsThroughTheStandardChain(t *tes
 	defer cancel()
 	opts := srv.Options(bucket)
 	opts.Credentials = nil // the standard AWS chain, where AWS_CA_BUNDLE applies
-	b, err := s3.New(ctx, opts)
+	b, err := s3.NewBackend(ctx, opts)
 	if err != nil {
 		t.Fatalf("New with AWS_CA_BUNDLE set: %v", err)
 	}

@@ -39,7 +39,7 @@ func clusterBackend(t testing.TB, c *garage.Cluster, bucket string, edit func(*s
 	if edit != nil {
 		edit(&opts)
 	}
-	b, err := s3.New(context.Background(), opts)
+	b, err := s3.NewBackend(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestPermission_ReadOnlyKeyOnGarage_WritesFailWithErrPermissionOnce(t *testi
 	opts.Credentials = credentials.NewStaticCredentialsProvider(access, secret, "")
 	opts.HTTPClient = client
 	opts.Conditional = s3.ConditionalOff
-	b, err := s3.New(t.Context(), opts)
+	b, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestPermission_ReadOnlyKeyOnGarage_WritesFailWithErrPermissionOnce(t *testi
 	}
 	// Permission shows at resolution too, with auto: the probe cannot write.
 	opts.Conditional = s3.ConditionalAuto
-	ab, err := s3.New(t.Context(), opts)
+	ab, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

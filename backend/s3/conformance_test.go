@@ -66,9 +66,9 @@ func newBackend(t testing.TB, srv server, bucket string, mode s3.ConditionalMode
 	opts.HTTPClient = httpClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := s3.New(ctx, opts)
+	b, err := s3.NewBackend(ctx, opts)
 	if err != nil {
-		t.Fatalf("s3.New(bucket %q, conditional=%s): %v", bucket, mode, err)
+		t.Fatalf("s3.NewBackend(bucket %q, conditional=%s): %v", bucket, mode, err)
 	}
 	t.Cleanup(func() { b.Close() })
 	if _, err := b.ResolveCapabilities(ctx); err != nil {

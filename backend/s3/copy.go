@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/s3diag"
 )
 
-var _ backend.Copier = (*Backend)(nil)
+var _ backend.Copier = (*s3Backend)(nil)
 
 // Copy implements backend.Copier with CopyObject: the server copies the
 // object, the bytes never pass through this process. The copy's ETag is
@@ -27,8 +28,8 @@ var _ backend.Copier = (*Backend)(nil)
 // If-None-Match: * on the copy. Servers differ here: versitygw v1.8.0 and
 // Garage 2.5.0 enforce the first and ignore the second (docs/adr/0041), so
 // under ConditionalAuto each condition is used only once the copy probe
-// that [Backend.ResolveCapabilities] runs has seen the server enforce it
-// (probeCopy); until then, and for a condition it did not
+// that s3Backend.ResolveCapabilities runs has seen the server enforce it
+// (ProbeCopy); until then, and for a condition it did not
 // enforce, a conditional copy fails with backend.ErrUnsupported, copying
 // nothing. ConditionalOn trusts the server with both (AWS S3 enforces
 // both); ConditionalOff refuses both.
@@ -37,8 +38,8 @@ var _ backend.Copier = (*Backend)(nil)
 // the source's version is idempotent; an if-absent copy whose answer was
 // lost fails its retry with ErrPreconditionFailed, as an if-absent Put
 // does.
-func (b *Backend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
-	if err := backend.CheckCopy(ctx, srcKey, dstKey); err != nil {
+func (b *s3Backend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
+	if err := driver.CheckCopy(ctx, srcKey, dstKey); err != nil {
 		return backend.Object{}, err
 	}
 	op := "copy " + strconv.Quote(srcKey) + " to"
@@ -111,7 +112,7 @@ func copySource(bucket, key string) string {
 
 // copyAllowed refuses a copy condition unless the server is known to
 // enforce it: forced on, or seen enforced by the copy probe.
-func (b *Backend) copyAllowed(op, key, header string, has func(s3diag.CopyProbeResult) bool) error {
+func (b *s3Backend) copyAllowed(op, key, header string, has func(s3diag.CopyProbeResult) bool) error {
 	switch b.mode {
 	case ConditionalOn:
 		return nil
@@ -122,7 +123,7 @@ func (b *Backend) copyAllowed(op, key, header string, has func(s3diag.CopyProbeR
 	c, resolved := b.copyCaps.get()
 	switch {
 	case !resolved:
-		return fmt.Errorf("s3: %s %q in bucket %q: the backend's capabilities were not resolved (conditional=auto probes the server's copy conditions at backend.ResolveCapabilities, which was not called or did not succeed): %w",
+		return fmt.Errorf("s3: %s %q in bucket %q: the backend's capabilities were not resolved (conditional=auto probes the server's copy conditions at driver.ResolveCapabilities, which was not called or did not succeed): %w",
 			op, key, b.bucket, backend.ErrUnsupported)
 	case !has(c):
 		return fmt.Errorf("s3: %s %q in bucket %q: the server does not enforce %s on CopyObject (%s): %w",

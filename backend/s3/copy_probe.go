@@ -17,15 +17,15 @@ import (
 	"github.com/cairnhq/state/internal/s3diag"
 )
 
-// probeCopy checks, on throwaway objects below the probe prefix (hidden
+// ProbeCopy checks, on throwaway objects below the probe prefix (hidden
 // from List, removed afterwards), which conditions of CopyObject the
-// server enforces, each in both directions as probe does for
+// server enforces, each in both directions as Probe does for
 // PutObject: a false condition must fail with 412 and change nothing, a
-// true one must succeed. Under ConditionalAuto [Backend.ResolveCapabilities]
-// runs it once and [Backend.Copy] then uses only the conditions it saw
+// true one must succeed. Under ConditionalAuto s3Backend.ResolveCapabilities
+// runs it once and s3Backend.Copy then uses only the conditions it saw
 // enforced; calling it reports the server's behaviour without changing
 // the backend's. Transport, permission and bucket errors fail the probe.
-func (b *Backend) probeCopy(ctx context.Context) (s3diag.CopyProbeResult, error) {
+func (b *s3Backend) ProbeCopy(ctx context.Context) (s3diag.CopyProbeResult, error) {
 	src := b.probePrefix + probeKeyPart + uuid.NewString()
 	dst := src + "-copy"
 	fail := func(step string, err error) (s3diag.CopyProbeResult, error) {
@@ -233,15 +233,15 @@ func (b *Backend) probeCopy(ctx context.Context) (s3diag.CopyProbeResult, error)
 	return res, nil
 }
 
-// ResolveCapabilities implements backend.Resolver. Under ConditionalAuto
-// it runs probe the first time it is called and keeps the
+// ResolveCapabilities implements driver.Resolver. Under ConditionalAuto
+// it runs Probe the first time it is called and keeps the
 // finding for the backend's life; concurrent callers wait for that one
 // probe (or for their context). A probe that fails is not kept: the next
 // call probes again. The finding is logged at Info with the lock mode it
-// implies and why. Once that has succeeded it runs probeCopy,
-// the same way, for the conditions of [Backend.Copy]. Under ConditionalOn
+// implies and why. Once that has succeeded it runs ProbeCopy,
+// the same way, for the conditions of s3Backend.Copy. Under ConditionalOn
 // and ConditionalOff it sends nothing.
-func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
+func (b *s3Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
 	caps, err := b.resolveConditional(ctx)
 	if err != nil {
 		return backend.Capabilities{}, err
@@ -284,7 +284,7 @@ func (c *copyCapabilities) adopt(source bool) {
 
 // copySourceConditions reports whether Copy may send
 // x-amz-copy-source-if-match.
-func (b *Backend) copySourceConditions() bool {
+func (b *s3Backend) copySourceConditions() bool {
 	switch b.mode {
 	case ConditionalOn:
 		return true
@@ -300,7 +300,7 @@ func (b *Backend) copySourceConditions() bool {
 // callers wait for that one probe (or for their context). A probe that
 // fails is not kept. Under ConditionalOn and ConditionalOff it sends
 // nothing.
-func (b *Backend) resolveCopy(ctx context.Context) error {
+func (b *s3Backend) resolveCopy(ctx context.Context) error {
 	if b.mode != ConditionalAuto {
 		return nil
 	}
@@ -324,7 +324,7 @@ func (b *Backend) resolveCopy(ctx context.Context) error {
 		c.inflight = ch
 		c.mu.Unlock()
 
-		res, err := b.probeCopy(ctx)
+		res, err := b.ProbeCopy(ctx)
 		c.mu.Lock()
 		c.inflight = nil
 		if err == nil {

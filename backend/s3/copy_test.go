@@ -16,7 +16,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/internal/s3admin"
 )
 
 // What the copy probe finds on the real servers (ADR 0041). If a release
@@ -27,7 +26,7 @@ func TestProbeCopy_SourceConditionEnforced_DestinationConditionIgnored(t *testin
 	eachServer(t, func(t *testing.T, srv oracleServer) {
 		bucket := srv.NewBucket(t)
 		b := newBackend(t, srv, bucket, s3.ConditionalAuto)
-		res, err := s3admin.ProbeCopy(t.Context(), b)
+		res, err := b.ProbeCopy(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +172,7 @@ func TestCopy_ServerIgnoringSourceCondition_ProbeFindsIt_CopyRefusedUnsent(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s3admin.ProbeCopy(t.Context(), b)
+	res, err := b.ProbeCopy(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +307,7 @@ func TestProbeCopy_CleanupWarning_OnlyForObjectsWrittenAndLeft(t *testing.T) {
 				}
 				return nil
 			})
-			_, err := s3admin.ProbeCopy(t.Context(), b)
+			_, err := b.ProbeCopy(t.Context())
 			if tc.refuse == http.MethodPut && err == nil {
 				t.Fatal("the copy probe succeeded though every PUT is refused")
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/cairnhq/state/internal/s3diag"
 )
 
-// diagnose checks, for an operator's tool, each part of the way to the
+// Diagnose checks, for an operator's tool, each part of the way to the
 // store and tells apart what is wrong. In order, stopping where the next
 // step could learn nothing:
 //
@@ -30,7 +30,7 @@ import (
 //     timeout) and, with credentials, sent one signed listing of at most
 //     one key under the probe prefix;
 //  3. the first endpoint that answered below 500 decides the refusal (Diagnosis.Refusal);
-//  4. when its listing succeeded, probe runs, whatever the
+//  4. when its listing succeeded, Probe runs, whatever the
 //     backend's ConditionalMode (it writes and removes one throwaway
 //     object under the probe prefix), with the backend's retries;
 //  5. unless the storage stopped answering during the probe, each usable
@@ -42,7 +42,7 @@ import (
 // which bounds the whole diagnosis. Diagnose changes neither the
 // backend's capabilities nor its state; its findings are in the result,
 // failures included.
-func (b *Backend) diagnose(ctx context.Context) s3diag.Diagnosis {
+func (b *s3Backend) Diagnose(ctx context.Context) s3diag.Diagnosis {
 	d := s3diag.Diagnosis{Region: b.client.Options().Region}
 	d.CredentialsSource, d.CredentialsErr = b.credentials(ctx)
 	eps := b.endpointNames()
@@ -79,7 +79,7 @@ func (b *Backend) diagnose(ctx context.Context) s3diag.Diagnosis {
 }
 
 // credentials resolves the backend's credentials and names their source.
-func (b *Backend) credentials(ctx context.Context) (string, error) {
+func (b *s3Backend) credentials(ctx context.Context) (string, error) {
 	p := b.client.Options().Credentials
 	if p == nil {
 		return "", errors.New("no credentials in the AWS configuration")
@@ -93,7 +93,7 @@ func (b *Backend) credentials(ctx context.Context) (string, error) {
 
 // checkEndpoint connects to endpoint i and, when there are credentials,
 // sends it one signed listing under the probe prefix.
-func (b *Backend) checkEndpoint(ctx context.Context, i int, ep string, creds bool) s3diag.EndpointCheck {
+func (b *s3Backend) checkEndpoint(ctx context.Context, i int, ep string, creds bool) s3diag.EndpointCheck {
 	r := s3diag.EndpointCheck{Endpoint: ep}
 	if len(b.eps.urls) > 0 {
 		if r.Connect, r.ConnectErr = b.dial(ctx, ep); r.ConnectErr != nil {
@@ -135,7 +135,7 @@ func (b *Backend) checkEndpoint(ctx context.Context, i int, ep string, creds boo
 
 // dial opens a TCP connection to endpoint ep within the connect timeout
 // and closes it again.
-func (b *Backend) dial(ctx context.Context, ep string) (time.Duration, error) {
+func (b *s3Backend) dial(ctx context.Context, ep string) (time.Duration, error) {
 	u, err := url.Parse(ep)
 	if err != nil {
 		return 0, err
@@ -169,7 +169,7 @@ func (b *Backend) dial(ctx context.Context, ep string) (time.Duration, error) {
 // once sends one attempt of an operation to endpoint i, without retry or
 // failover and without moving the backend's current endpoint; its error
 // is reported as call reports a last attempt's.
-func (b *Backend) once(ctx context.Context, i int, op, key string, send func(ctx context.Context, endpoint func(*s3.Options)) error) error {
+func (b *s3Backend) once(ctx context.Context, i int, op, key string, send func(ctx context.Context, endpoint func(*s3.Options)) error) error {
 	if err := send(ctx, b.eps.at(i)); err != nil {
 		return b.settle(ctx, op, key, false, i, 1, err)
 	}
@@ -214,8 +214,8 @@ func refusalOf(r *s3diag.EndpointCheck) string {
 
 // probeCheck runs the probe and names the lock mode the configuration
 // implies.
-func (b *Backend) probeCheck(ctx context.Context) *s3diag.ProbeCheck {
-	res, err := b.probe(ctx)
+func (b *s3Backend) probeCheck(ctx context.Context) *s3diag.ProbeCheck {
+	res, err := b.Probe(ctx)
 	p := &s3diag.ProbeCheck{Result: res, Err: err}
 	var timeout interface{ Timeout() bool }
 	switch {
@@ -239,7 +239,7 @@ func (b *Backend) probeCheck(ctx context.Context) *s3diag.ProbeCheck {
 
 // readClock reads endpoint i's clock: the Date of one HeadBucket, against
 // this machine's clock at the request's midpoint.
-func (b *Backend) readClock(ctx context.Context, i int, ep string) s3diag.ClockReading {
+func (b *s3Backend) readClock(ctx context.Context, i int, ep string) s3diag.ClockReading {
 	r := s3diag.ClockReading{Endpoint: ep}
 	if r.Err = b.usable("read the clock of bucket", ""); r.Err != nil {
 		return r
@@ -266,8 +266,6 @@ func (b *Backend) readClock(ctx context.Context, i int, ep string) s3diag.ClockR
 	return r
 }
 
-// The probes and the diagnosis are for cairn-state's own packages, through
-// internal/s3admin (docs/adr/0052).
-func init() {
-	s3diag.Register(&s3diag.Ops[*Backend]{Diagnose: (*Backend).diagnose, Probe: (*Backend).probe, ProbeCopy: (*Backend).probeCopy})
-}
+// The probes and the diagnosis are for cairn-state's own packages, which
+// find them by asserting s3diag.Backend (docs/adr/0062).
+var _ s3diag.Backend = (*s3Backend)(nil)

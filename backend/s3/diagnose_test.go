@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/internal/s3admin"
 	"github.com/cairnhq/state/internal/s3diag"
 	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil/garage"
@@ -25,14 +24,14 @@ func diagnose(t *testing.T, opts s3.Options) (*s3.Backend, s3diag.Diagnosis) {
 	t.Helper()
 	opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	opts.HTTPClient = httpClient(t)
-	b, err := s3.New(t.Context(), opts)
+	b, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	d := s3admin.Diagnose(ctx, b)
+	d := b.Diagnose(ctx)
 	t.Logf("diagnosis: %+v", d)
 	return b, d
 }
@@ -208,7 +207,7 @@ func TestDiagnose_HungEndpoint_OneAttemptWithinItsTimeouts(t *testing.T) {
 			opts := s3.Options{Bucket: "b", Endpoint: c.endpoint, Region: "garage", PathStyle: true,
 				Credentials: static, HTTPClient: httpClient(t), Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
 			c.edit(&opts)
-			b, err := s3.New(t.Context(), opts)
+			b, err := s3.NewBackend(t.Context(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +215,7 @@ func TestDiagnose_HungEndpoint_OneAttemptWithinItsTimeouts(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), c.ctx)
 			defer cancel()
 			start := time.Now()
-			d := s3admin.Diagnose(ctx, b)
+			d := b.Diagnose(ctx)
 			took := time.Since(start)
 			t.Logf("after %v: %+v", took.Round(time.Millisecond), d.Endpoints)
 			// A second attempt would take as long again, and the default

@@ -18,7 +18,7 @@ import (
 // than being "not found". A 403 (access denied, an unknown key, a wrong
 // secret) matches backend.ErrPermission. Context errors are returned
 // unchanged.
-func (b *Backend) mapErr(ctx context.Context, op, key string, conditional bool, err error) error {
+func (b *s3Backend) mapErr(ctx context.Context, op, key string, conditional bool, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 		return ctxErr
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/internal/s3admin"
 )
 
 // The cases here need answers no real server gives on demand (AWS's 409
@@ -56,7 +55,7 @@ func s3Error(w http.ResponseWriter, status int, code string) {
 // scriptedBackend opens a backend on a scripted server and resolves its
 // capabilities (the probe, under conditional=auto).
 func scriptedBackend(t *testing.T, endpoint string, mode s3.ConditionalMode) (*s3.Backend, error) {
-	b, err := s3.New(t.Context(), s3.Options{
+	b, err := s3.NewBackend(t.Context(), s3.Options{
 		Bucket: "b", Endpoint: endpoint, Region: "us-east-1", PathStyle: true, Conditional: mode,
 		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", ""),
 		Logger:      slog.New(slog.NewTextHandler(t.Output(), nil)),
@@ -209,7 +208,7 @@ func TestProbe_PutConditionsEnforcedDeleteIfMatchIgnored_NoConditionalWrites(t *
 	if b.Capabilities().ConditionalWrites {
 		t.Error("a server that ignores If-Match on DeleteObject was reported as supporting conditional writes")
 	}
-	res, err := s3admin.Probe(t.Context(), b)
+	res, err := b.Probe(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +222,7 @@ func TestProbe_AllConditionsEnforced_Supported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s3admin.Probe(t.Context(), b)
+	res, err := b.Probe(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

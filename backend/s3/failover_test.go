@@ -149,7 +149,7 @@ func fakeBackend(t *testing.T, endpoint string, log *bytes.Buffer, edit func(*s3
 	if edit != nil {
 		edit(&opts)
 	}
-	b, err := s3.New(t.Context(), opts)
+	b, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

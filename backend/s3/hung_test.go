@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/s3diag"
 	"github.com/cairnhq/state/internal/testserver"
 )
 
@@ -34,8 +35,8 @@ func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
 	if elapsed > 30*time.Second {
 		t.Errorf("List took %v, want at most 30s with the default timeouts", elapsed)
 	}
-	if elapsed < s3.DefaultResponseTimeout {
-		t.Errorf("List gave up after %v, before one response timeout (%v)", elapsed, s3.DefaultResponseTimeout)
+	if elapsed < s3diag.DefaultResponseTimeout {
+		t.Errorf("List gave up after %v, before one response timeout (%v)", elapsed, s3diag.DefaultResponseTimeout)
 	}
 	for _, want := range []string{endpoint, "sent no response headers within 8s", "response timeout", "3 attempts"} {
 		if !strings.Contains(err.Error(), want) {
@@ -84,7 +85,7 @@ func defaultBackend(t *testing.T, endpoint string) *s3.Backend {
 	}
 	opts.Credentials = credentials.NewStaticCredentialsProvider("AK", "SK", "")
 	opts.HTTPClient = httpClient(t)
-	b, err := s3.New(t.Context(), opts)
+	b, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

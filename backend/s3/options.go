@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/s3diag"
 )
 
 // ConditionalMode says whether the backend uses conditional writes
@@ -21,9 +22,10 @@ import (
 type ConditionalMode string
 
 const (
-	// ConditionalAuto probes the server, once, the first time
-	// [Backend.ResolveCapabilities] is called, and uses conditional writes
-	// only if the server demonstrably enforces them. A server that ignores
+	// ConditionalAuto probes the server, once, the first time the
+	// backend's capabilities are resolved (the lock does, before it
+	// acquires), and uses conditional writes only if the server
+	// demonstrably enforces them. A server that ignores
 	// the headers is detected, not trusted. Until then the backend reports
 	// no conditional writes and writes nothing of its own.
 	ConditionalAuto ConditionalMode = "auto"
@@ -53,20 +55,11 @@ func parseConditionalMode(s string) (ConditionalMode, error) {
 // at the bucket's root.
 const defaultProbePrefix = ".cairn-state/"
 
-// The defaults of the timeouts and retries in [Options] (ADR 0016). With
-// them, an endpoint that accepts connections and never answers fails an
-// operation in about 3 × 8 s plus backoff (under 25 s), and a stopped
+// Options configure a backend made by [New]. Bucket is required;
+// everything else has a default. With the default timeouts and retries
+// (ADR 0016), an endpoint that accepts connections and never answers fails
+// an operation in about 3 × 8 s plus backoff (under 25 s), and a stopped
 // server (connection refused) in well under a second.
-const (
-	DefaultConnectTimeout  = 5 * time.Second  // Options.ConnectTimeout, URL connect_timeout
-	DefaultResponseTimeout = 8 * time.Second  // Options.ResponseTimeout, URL response_timeout
-	DefaultAttemptTimeout  = 60 * time.Second // Options.AttemptTimeout, URL attempt_timeout
-	DefaultMaxAttempts     = 3                // Options.MaxAttempts, URL max_attempts
-	DefaultMaxBackoff      = time.Second      // Options.MaxBackoff, URL max_backoff
-)
-
-// Options configure a [Backend]. Bucket is required; everything else has a
-// default.
 type Options struct {
 	// Bucket is the bucket that holds the objects. Keys are relative to
 	// the bucket's root.
@@ -97,19 +90,18 @@ type Options struct {
 	ProbePrefix string
 
 	// ConnectTimeout bounds establishing a connection (dial and TLS
-	// handshake). Zero means [DefaultConnectTimeout].
+	// handshake). Zero means 5 s.
 	ConnectTimeout time.Duration
 	// ResponseTimeout is the longest the server may keep a request
 	// waiting once connected: to take the next part of the request, to
 	// send its response headers after the request was sent, and to send
 	// the next part of a response body. Zero means
-	// [DefaultResponseTimeout].
+	// [s3diag.DefaultResponseTimeout].
 	ResponseTimeout time.Duration
 	// AttemptTimeout bounds one attempt from its start to the response
 	// headers, request body included (a Get's body is then bounded by
 	// ResponseTimeout between reads, not by this). Raise it for objects
-	// of tens of megabytes on slow links. Zero means
-	// [DefaultAttemptTimeout].
+	// of tens of megabytes on slow links. Zero means 60 s.
 	AttemptTimeout time.Duration
 	// MaxAttempts is how many times one operation is sent before its
 	// error is returned; it is raised to the number of endpoints, so that
@@ -117,11 +109,11 @@ type Options struct {
 	// (connection errors, timeouts, 5xx, 429, 409
 	// ConditionalRequestConflict); an answer such as access denied, no
 	// such bucket or a wrong region is returned at once, and no attempt
-	// starts once the context is done. Zero means [DefaultMaxAttempts].
+	// starts once the context is done. Zero means 3.
 	MaxAttempts int
 	// MaxBackoff caps the jittered, doubling wait (from 100 ms) between
 	// two attempts on the same endpoint; failing over to another endpoint
-	// does not wait. Zero means [DefaultMaxBackoff].
+	// does not wait. Zero means 1 s.
 	MaxBackoff time.Duration
 
 	// Credentials sign the requests. Nil means the standard AWS chain
@@ -144,10 +136,10 @@ func (o Options) withDefaults() (Options, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"ConnectTimeout", &o.ConnectTimeout, DefaultConnectTimeout},
-		{"ResponseTimeout", &o.ResponseTimeout, DefaultResponseTimeout},
-		{"AttemptTimeout", &o.AttemptTimeout, DefaultAttemptTimeout},
-		{"MaxBackoff", &o.MaxBackoff, DefaultMaxBackoff},
+		{"ConnectTimeout", &o.ConnectTimeout, s3diag.DefaultConnectTimeout},
+		{"ResponseTimeout", &o.ResponseTimeout, s3diag.DefaultResponseTimeout},
+		{"AttemptTimeout", &o.AttemptTimeout, s3diag.DefaultAttemptTimeout},
+		{"MaxBackoff", &o.MaxBackoff, s3diag.DefaultMaxBackoff},
 	} {
 		switch {
 		case *d.v < 0:
@@ -160,7 +152,7 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MaxAttempts < 0:
 		return o, fmt.Errorf("s3: Options.MaxAttempts is negative (%d)", o.MaxAttempts)
 	case o.MaxAttempts == 0:
-		o.MaxAttempts = DefaultMaxAttempts
+		o.MaxAttempts = s3diag.DefaultMaxAttempts
 	}
 	return o, nil
 }

@@ -173,7 +173,7 @@ func TestNew_EndpointWithCredentials_RefusedWithoutEchoingThem(t *testing.T) {
 		"http://AK:" + secret + "@127.0.0.1:3900",
 		"http://127.0.0.1:3900,https://AK:" + secret + "@10.0.0.2",
 	} {
-		_, err := s3.New(t.Context(), s3.Options{Bucket: "b", Endpoint: ep})
+		_, err := s3.NewBackend(t.Context(), s3.Options{Bucket: "b", Endpoint: ep})
 		if err == nil {
 			t.Fatalf("New accepted endpoint %q", strings.ReplaceAll(ep, secret, "SECRET"))
 		}

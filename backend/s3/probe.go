@@ -28,7 +28,7 @@ const probeKeyPart = ".probe-"
 // MD5 of the probe's payloads is never all zeros).
 const wrongETag = `"00000000000000000000000000000000"`
 
-func (b *Backend) isProbeKey(key string) bool {
+func (b *s3Backend) isProbeKey(key string) bool {
 	return strings.HasPrefix(key, b.probePrefix+probeKeyPart)
 }
 
@@ -65,7 +65,7 @@ const (
 	refused                     // 400/501: the header is not implemented
 )
 
-// probe checks, on a throwaway object, that the server enforces every
+// Probe checks, on a throwaway object, that the server enforces every
 // condition the backend relies on, in both directions: a false condition
 // must fail with 412 and change nothing, a true one must succeed. It
 // checks PutObject's If-None-Match and If-Match and DeleteObject's
@@ -74,7 +74,7 @@ const (
 // all hold. A server that ignores a header (Garage answers 200 and
 // overwrites) or refuses it (400/501) fails that check; transport,
 // permission and bucket errors fail the probe, since the backend could not
-// work anyway. [Backend.ResolveCapabilities] runs it once under
+// work anyway. s3Backend.ResolveCapabilities runs it once under
 // ConditionalAuto; calling Probe itself reports the server's behaviour now
 // without changing the backend's Capabilities. Each step is an ordinary
 // request, with the backend's retries and failover: on a cluster the
@@ -82,7 +82,7 @@ const (
 // for the bucket (every node runs the same server). The probe object is
 // removed afterwards and hidden from List meanwhile; if it was written and
 // cannot be removed, a warning says so.
-func (b *Backend) probe(ctx context.Context) (s3diag.ProbeResult, error) {
+func (b *s3Backend) Probe(ctx context.Context) (s3diag.ProbeResult, error) {
 	key := b.probePrefix + probeKeyPart + uuid.NewString()
 	fail := func(step string, err error) (s3diag.ProbeResult, error) {
 		return s3diag.ProbeResult{}, fmt.Errorf("s3: conditional-write probe (%s): %w", step, err)
@@ -262,13 +262,13 @@ const (
 )
 
 // resolveConditional is ResolveCapabilities' conditional-write part.
-// Under ConditionalAuto it runs probe the first time it is called and keeps the
+// Under ConditionalAuto it runs Probe the first time it is called and keeps the
 // finding for the backend's life; concurrent callers wait for that one
 // probe (or for their context). A probe that fails is not kept: the next
 // call probes again. The finding is logged at Info with the lock mode it
 // implies and why. Under ConditionalOn and ConditionalOff it sends
 // nothing.
-func (b *Backend) resolveConditional(ctx context.Context) (backend.Capabilities, error) {
+func (b *s3Backend) resolveConditional(ctx context.Context) (backend.Capabilities, error) {
 	for {
 		if b.caps.state() != capsUnresolved {
 			return b.Capabilities(), nil
@@ -291,7 +291,7 @@ func (b *Backend) resolveConditional(ctx context.Context) (backend.Capabilities,
 		b.caps.inflight = ch
 		b.caps.mu.Unlock()
 
-		res, err := b.probe(ctx)
+		res, err := b.Probe(ctx)
 		b.caps.mu.Lock()
 		adopted := b.caps.state() != capsUnresolved // meanwhile, by AdoptCapabilities
 		if err == nil && !adopted {
@@ -319,7 +319,7 @@ func (b *Backend) resolveConditional(ctx context.Context) (backend.Capabilities,
 	}
 }
 
-// AdoptCapabilities implements backend.Adopter: the backend uses caps, as
+// AdoptCapabilities implements driver.Adopter: the backend uses caps, as
 // the store recorded them when it was created, without probing — the
 // copy conditions (CopySourceConditions) included, so that a later
 // ResolveCapabilities sends nothing. Under ConditionalAuto it takes them
@@ -328,7 +328,7 @@ func (b *Backend) resolveConditional(ctx context.Context) (backend.Capabilities,
 // lock mode, caps must agree with the URL. A disagreement fails with an
 // error wrapping backend.ErrCapabilityMismatch that says which parameter
 // to change, and changes nothing.
-func (b *Backend) AdoptCapabilities(caps backend.Capabilities) error {
+func (b *s3Backend) AdoptCapabilities(caps backend.Capabilities) error {
 	mode := func(conditional bool) string {
 		if conditional {
 			return "compare-and-swap"

@@ -64,7 +64,7 @@ func fakeBackendCounting(t *testing.T, endpoint string, mode s3.ConditionalMode,
 	if log != nil {
 		w = io.MultiWriter(log, t.Output())
 	}
-	b, err := s3.New(t.Context(), s3.Options{
+	b, err := s3.NewBackend(t.Context(), s3.Options{
 		Bucket: "b", Endpoint: endpoint, Region: "us-east-1", PathStyle: true, Conditional: mode,
 		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", ""),
 		Logger:      slog.New(slog.NewTextHandler(w, nil)),
@@ -101,7 +101,7 @@ func TestReadOnlyUse_AutoMode_SendsNoWrite(t *testing.T) {
 	client, counts := countingClient(t)
 	opts := srv.Options(bucket)
 	opts.HTTPClient = client
-	b, err := s3.New(t.Context(), opts)
+	b, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestProbe_CleanupWarning_OnlyWhenTheObjectWasWrittenAndStays(t *testing.T) 
 			opts.HTTPClient = httpClient(t)
 			opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(&log, t.Output()), nil))
 			tc.edit(&opts)
-			b, err := s3.New(t.Context(), opts)
+			b, err := s3.NewBackend(t.Context(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -68,7 +68,7 @@ func judge(ctx context.Context, err error) verdict {
 // and returns the SDK's error. No attempt starts once ctx is done, and none
 // after ctx's deadline would cut the wait before it short. The error
 // returned is mapped (mapErr) and says how many attempts were made.
-func (b *Backend) call(ctx context.Context, op, key string, conditional bool, send func(ctx context.Context, endpoint func(*s3.Options)) error) error {
+func (b *s3Backend) call(ctx context.Context, op, key string, conditional bool, send func(ctx context.Context, endpoint func(*s3.Options)) error) error {
 	attempts := max(b.retry.maxAttempts, len(b.eps.urls))
 	waits := 0
 	var (
@@ -110,7 +110,7 @@ func (b *Backend) call(ctx context.Context, op, key string, conditional bool, se
 // settle reports err, the error of an operation's last attempt (the n-th),
 // made on endpoint i: one that got no answer names the endpoint, one that
 // stood after retries says how many, and either is mapped (mapErr).
-func (b *Backend) settle(ctx context.Context, op, key string, conditional bool, i, n int, err error) error {
+func (b *s3Backend) settle(ctx context.Context, op, key string, conditional bool, i, n int, err error) error {
 	if judge(ctx, err) == elsewhere {
 		err = &noAnswerError{endpoint: b.eps.name(i), attempts: n, err: err}
 	} else if n > 1 {

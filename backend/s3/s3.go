@@ -10,9 +10,9 @@
 // and DeleteObject. Not every server enforces them — Garage accepts the
 // headers and ignores them — so with [ConditionalAuto] (the default) the
 // backend probes the server once under the reserved prefix, the first time
-// [Backend.ResolveCapabilities] is called (the lock does, before it
-// acquires; read-only use never does, and so never writes), and uses
-// conditions only if they were demonstrably enforced. Until then, and
+// its capabilities are resolved (the lock does, before it acquires;
+// read-only use never does, and so never writes), and uses conditions
+// only if they were demonstrably enforced. Until then, and
 // when they were not, the backend reports no conditional writes and
 // refuses conditional calls with [backend.ErrUnsupported]; it never
 // performs them unconditionally. [New] itself sends no request.
@@ -35,7 +35,7 @@
 // keeps the version; callers that seal objects with fresh randomness (the
 // store does) never write identical bytes twice. The storage clock is the
 // HTTP Date header of a response (one second resolution, like
-// Last-Modified): [Backend.Now] sends a HeadBucket, and every
+// Last-Modified): Now sends a HeadBucket, and every
 // [backend.Object] from Get, Put and List carries the Date of the response
 // that produced it in its Now field — the clock of the endpoint that
 // answered.
@@ -52,6 +52,18 @@
 // object"). An operation that got no answer names the endpoint and the
 // timeout or network error. SDK errors stay reachable with errors.As;
 // context errors are returned unchanged. See docs/adr/0005.
+//
+// # Server-side copies
+//
+// The backend is a [backend.Copier] (CopyObject: the bytes never pass
+// through this process). IfSourceVersion is sent as
+// x-amz-copy-source-if-match and IfAbsent as If-None-Match: * on the copy;
+// servers differ here (versitygw v1.8.0 and Garage 2.5.0 enforce the first
+// and ignore the second, docs/adr/0041), so under ConditionalAuto each is
+// used only once a copy probe has seen the server enforce it, and a copy
+// with a condition not seen enforced fails with [backend.ErrUnsupported],
+// copying nothing. ConditionalOn trusts the server with both,
+// ConditionalOff refuses both.
 package s3
 
 import (
@@ -74,10 +86,11 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
-// Backend stores objects in one S3 bucket. It is safe for concurrent use.
-type Backend struct {
+// s3Backend stores objects in one S3 bucket.
+type s3Backend struct {
 	client      *s3.Client
 	transport   *http.Transport // ours to close; nil when the caller gave the HTTP client
 	closed      atomic.Bool
@@ -93,21 +106,24 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend  = (*Backend)(nil)
-	_ backend.Resolver = (*Backend)(nil)
-	_ backend.Adopter  = (*Backend)(nil)
-	_ io.Closer        = (*Backend)(nil)
+	_ backend.Backend = (*s3Backend)(nil)
+	_ driver.Resolver = (*s3Backend)(nil)
+	_ driver.Adopter  = (*s3Backend)(nil)
+	_ io.Closer       = (*s3Backend)(nil)
 )
 
 // errClosed is returned by every operation after Close.
 var errClosed = errors.New("s3 backend used after Close")
 
-// New returns a backend on opts.Bucket. It checks the options and sends no
-// request: a wrong endpoint, region, bucket or credentials show at the
-// first operation (or at ResolveCapabilities, which the lock calls before
-// it acquires). With opts.Conditional == ConditionalAuto (or empty) the
-// capabilities are unresolved until [Backend.ResolveCapabilities].
-func New(ctx context.Context, opts Options) (*Backend, error) {
+// New returns a backend on opts.Bucket, safe for concurrent use. It checks
+// the options and sends no request: a wrong endpoint, region, bucket or
+// credentials show at the first operation (or when the lock resolves the
+// capabilities before it acquires). With opts.Conditional ==
+// ConditionalAuto (or empty) the capabilities are unresolved until then.
+// The backend is an io.Closer: Close releases its idle connections (an
+// HTTP client given in Options is the caller's and is left alone), and
+// every operation after it fails.
+func New(ctx context.Context, opts Options) (backend.Backend, error) {
 	if opts.Bucket == "" {
 		return nil, errors.New("s3: Options.Bucket is empty")
 	}
@@ -181,7 +197,7 @@ func New(ctx context.Context, opts Options) (*Backend, error) {
 		// they can move between endpoints and stop at permanent errors.
 		o.Retryer = aws.NopRetryer{}
 	})
-	b := &Backend{
+	b := &s3Backend{
 		client: client, transport: transport, bucket: opts.Bucket, probePrefix: probePrefix,
 		mode: mode, eps: eps, log: log, connect: opts.ConnectTimeout,
 		retry: retryPolicy{maxAttempts: opts.MaxAttempts, maxBackoff: opts.MaxBackoff},
@@ -232,7 +248,7 @@ func awsConfig(ctx context.Context, opts Options) (aws.Config, error) {
 
 // endpointNames returns the base URLs the backend sends its requests to, in
 // order of preference; "aws" when the SDK resolves AWS's.
-func (b *Backend) endpointNames() []string {
+func (b *s3Backend) endpointNames() []string {
 	if len(b.eps.urls) == 0 {
 		return []string{"aws"}
 	}
@@ -241,7 +257,7 @@ func (b *Backend) endpointNames() []string {
 
 // CurrentEndpoint returns the endpoint requests go to now: the first one,
 // or the one the last failover moved to.
-func (b *Backend) CurrentEndpoint() string {
+func (b *s3Backend) CurrentEndpoint() string {
 	i, _ := b.eps.get()
 	return b.eps.name(i)
 }
@@ -252,14 +268,14 @@ func (b *Backend) CurrentEndpoint() string {
 // Evidence says which. CopySourceConditions is the copy probe's finding
 // or the adopted record the same way (true under ConditionalOn, false
 // under ConditionalOff).
-func (b *Backend) Capabilities() backend.Capabilities {
+func (b *s3Backend) Capabilities() backend.Capabilities {
 	return backend.Capabilities{ConditionalWrites: b.caps.conditional(), CopySourceConditions: b.copySourceConditions(), Evidence: b.caps.why()}
 }
 
 // Close releases the backend's idle connections. The backend must not be
 // used afterwards: every operation then fails. An HTTP client given in
 // Options is the caller's and is left alone.
-func (b *Backend) Close() error {
+func (b *s3Backend) Close() error {
 	if b.closed.Swap(true) {
 		return nil
 	}
@@ -269,7 +285,7 @@ func (b *Backend) Close() error {
 	return nil
 }
 
-func (b *Backend) usable(op, key string) error {
+func (b *s3Backend) usable(op, key string) error {
 	if b.closed.Load() {
 		return fmt.Errorf("s3: %s %q in bucket %q: %w", op, key, b.bucket, errClosed)
 	}
@@ -278,7 +294,7 @@ func (b *Backend) usable(op, key string) error {
 
 // Get implements backend.Backend. The object's Now is the Date of the
 // GetObject response.
-func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
+func (b *s3Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return nil, backend.Object{}, err
 	}
@@ -308,17 +324,17 @@ func (b *Backend) Get(ctx context.Context, key string) (io.ReadCloser, backend.O
 // server's Date header of the PutObject response (S3 does not return
 // Last-Modified on writes); ModTime can differ from a later listing's by
 // the second it took. It is PutBody of data.
-func (b *Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
+func (b *s3Backend) Put(ctx context.Context, key string, data []byte, opts backend.PutOptions) (backend.Object, error) {
 	return b.PutBody(ctx, key, bytes.NewReader(data), int64(len(data)), opts)
 }
 
-// PutBody implements backend.BodyPutter (Put is PutBody of its bytes):
+// PutBody implements driver.BodyPutter (Put is PutBody of its bytes):
 // one PutObject with the body's length as its Content-Length, every
 // attempt — a retry, a failover — sending the body from its start through
 // a reader of its own, so that the SDK can read it to sign its SHA-256
 // and seek back. A body that fails or ends early ends the write at once,
 // unretried.
-func (b *Backend) PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error) {
+func (b *s3Backend) PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error) {
 	if err := backend.ValidateKey(key); err != nil {
 		return backend.Object{}, err
 	}
@@ -375,7 +391,7 @@ func (b *Backend) PutBody(ctx context.Context, key string, body io.ReaderAt, siz
 // one fails with ErrPreconditionFailed (a HeadObject precedes the
 // conditional DeleteObject to tell, as not every server does), unless
 // opts.AbsentOK says a missing key counts as deleted.
-func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
+func (b *s3Backend) Delete(ctx context.Context, key string, opts backend.DeleteOptions) error {
 	if err := backend.ValidateKey(key); err != nil {
 		return err
 	}
@@ -429,7 +445,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 // make portable; Garage's encode the key to resume after). Every object's
 // Now is the Date of its page's response. Leftovers of an interrupted
 // probe are hidden.
-func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
+func (b *s3Backend) List(ctx context.Context, prefix string, fn func(backend.Object) error) error {
 	if err := backend.ValidatePrefix(prefix); err != nil {
 		return err
 	}
@@ -478,7 +494,7 @@ func (b *Backend) List(ctx context.Context, prefix string, fn func(backend.Objec
 // Now implements backend.Backend: the Date header of a HeadBucket
 // response, which needs the same permission as List, from the endpoint
 // that answered it.
-func (b *Backend) Now(ctx context.Context) (time.Time, error) {
+func (b *s3Backend) Now(ctx context.Context) (time.Time, error) {
 	if err := b.usable("read the clock of bucket", ""); err != nil {
 		return time.Time{}, err
 	}
@@ -499,12 +515,12 @@ func (b *Backend) Now(ctx context.Context) (time.Time, error) {
 
 // conditionalAllowed refuses a conditional call unless conditional writes
 // are known to be enforced.
-func (b *Backend) conditionalAllowed(op, key string) error {
+func (b *s3Backend) conditionalAllowed(op, key string) error {
 	switch b.caps.state() {
 	case capsConditional:
 		return nil
 	case capsUnresolved:
-		return fmt.Errorf("s3: %s %q in bucket %q: the backend's capabilities were not resolved (conditional=auto probes the server at backend.ResolveCapabilities, which was not called or did not succeed): %w",
+		return fmt.Errorf("s3: %s %q in bucket %q: the backend's capabilities were not resolved (conditional=auto probes the server at driver.ResolveCapabilities, which was not called or did not succeed): %w",
 			op, key, b.bucket, backend.ErrUnsupported)
 	}
 	return fmt.Errorf("s3: %s %q in bucket %q: conditional writes are not enabled on this backend (probe found none, or conditional=off): %w",

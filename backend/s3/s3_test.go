@@ -16,7 +16,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/internal/s3admin"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -130,7 +129,7 @@ func TestProbe_Versitygw_FindsConditionalWritesEnforced(t *testing.T) {
 	if !b.Capabilities().ConditionalWrites {
 		t.Fatal("versitygw enforces conditional writes, the probe reported none")
 	}
-	res, err := s3admin.Probe(t.Context(), b)
+	res, err := b.Probe(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +147,7 @@ func TestProbe_Garage_DetectsIgnoredConditionsAsNoSupport(t *testing.T) {
 	if b.Capabilities().ConditionalWrites {
 		t.Fatal("the probe reported conditional writes on Garage, which ignores the headers")
 	}
-	res, err := s3admin.Probe(t.Context(), b)
+	res, err := b.Probe(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +221,7 @@ func TestMissingBucket_FailsNamingBucket_NeverNotFound(t *testing.T) {
 		opts.HTTPClient = httpClient(t)
 		var log bytes.Buffer
 		opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
-		nb, err := s3.New(t.Context(), opts)
+		nb, err := s3.NewBackend(t.Context(), opts)
 		if err != nil {
 			t.Fatalf("New (which sends no request) failed: %v", err)
 		}
@@ -271,7 +270,7 @@ func TestResolveCapabilities_LogsProbeOutcomeAndLockMode(t *testing.T) {
 	opts := srv.Options(srv.NewBucket(t))
 	opts.Logger = slog.New(slog.NewTextHandler(&buf, nil))
 	opts.HTTPClient = httpClient(t)
-	b, err := s3.New(t.Context(), opts)
+	b, err := s3.NewBackend(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +294,7 @@ func TestClose_ReleasesConnectionGoroutines_ThenRefusesUse(t *testing.T) {
 	srv := versitygw.Start(t)
 	opts := srv.Options(srv.NewBucket(t))
 	before := goleak.IgnoreCurrent()
-	b, err := s3.New(t.Context(), opts) // the backend's own HTTP client
+	b, err := s3.NewBackend(t.Context(), opts) // the backend's own HTTP client
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +339,7 @@ func TestURLAndEnv_OpenTheBucketThroughTheAWSChain(t *testing.T) {
 		}
 		opts.ProbePrefix = root + "/.cairn-state/"
 		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-		b, err := s3.New(t.Context(), opts)
+		b, err := s3.NewBackend(t.Context(), opts)
 		if err != nil {
 			t.Fatalf("s3.New from the URL with credentials from the environment: %v", err)
 		}
@@ -379,7 +378,7 @@ func TestNew_WrongRegionOrSecret_FailsWithAHint(t *testing.T) {
 			opts.HTTPClient = httpClient(t)
 			opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 			tc.edit(&opts)
-			b, err := s3.New(t.Context(), opts)
+			b, err := s3.NewBackend(t.Context(), opts)
 			if err != nil {
 				t.Fatal(err)
 			}

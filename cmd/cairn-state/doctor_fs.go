@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/lock"
 )
 
@@ -17,8 +18,7 @@ type dirFacts struct {
 // checkDirectory checks a file: store: its directory (others should not
 // see the state names), its conditional writes and its clock, which are
 // the kernel's.
-func (d *doctor) checkDirectory(ctx context.Context, b *fs.Backend) {
-	diag := b.Diagnose(ctx)
+func (d *doctor) checkDirectory(ctx context.Context, b backend.Backend, diag driver.DirDiagnosis) {
 	dir := diag.Dir
 	switch {
 	case diag.Err != nil:

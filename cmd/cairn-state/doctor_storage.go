@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	state "github.com/cairnhq/state"
-	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/s3"
-	"github.com/cairnhq/state/internal/s3admin"
+	"github.com/cairnhq/state/internal/driver"
+	"github.com/cairnhq/state/internal/s3diag"
 	"github.com/cairnhq/state/internal/setup"
 )
 
@@ -43,10 +43,10 @@ func (d *doctor) checkStorage(ctx context.Context) {
 		return
 	}
 	switch b := d.b.(type) {
-	case *s3.Backend:
-		d.checkS3(s3admin.Diagnose(ctx, b))
-	case *fs.Backend:
-		d.checkDirectory(ctx, b)
+	case s3diag.Backend:
+		d.checkS3(b.Diagnose(ctx))
+	case driver.Directory:
+		d.checkDirectory(ctx, d.b, b.Diagnose(ctx))
 	}
 }
 
@@ -123,10 +123,10 @@ func (t *s3Store) describe(root, timeout string) string {
 // attempts in force.
 func (t *s3Store) facts(root string) *urlFacts {
 	o := t.opts
-	attempts := cmp.Or(o.MaxAttempts, s3.DefaultMaxAttempts)
+	attempts := cmp.Or(o.MaxAttempts, s3diag.DefaultMaxAttempts)
 	return &urlFacts{Backend: "s3", Bucket: o.Bucket, Root: root, Region: o.Region, Endpoints: t.endpoints,
 		Conditional: string(o.Conditional), ConnectTimeoutSeconds: seconds(o.ConnectTimeout),
-		ResponseTimeoutSeconds: seconds(o.ResponseTimeout), AttemptTimeoutSeconds: seconds(cmp.Or(o.AttemptTimeout, s3.DefaultAttemptTimeout)),
+		ResponseTimeoutSeconds: seconds(o.ResponseTimeout), AttemptTimeoutSeconds: seconds(cmp.Or(o.AttemptTimeout, s3diag.DefaultAttemptTimeout)),
 		MaxAttempts: max(attempts, len(t.endpoints)), MaxBackoffSeconds: seconds(o.MaxBackoff)}
 }
 

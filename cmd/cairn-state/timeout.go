@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/s3diag"
 )
 
 // defaultTimeout is the --timeout of a command: the longest it waits on
@@ -61,12 +62,12 @@ func s3Timeouts(budget time.Duration, endpoint string, maxAttempts int, maxBacko
 	eps, _ := s3.ParseEndpoints(endpoint) // already checked by the URL parser
 	attempts := maxAttempts
 	if attempts == 0 {
-		attempts = s3.DefaultMaxAttempts
+		attempts = s3diag.DefaultMaxAttempts
 	}
 	n := max(attempts, len(eps), 1)
 	backoff := maxBackoff
 	if backoff == 0 {
-		backoff = min(s3.DefaultMaxBackoff, budget/30)
+		backoff = min(s3diag.DefaultMaxBackoff, budget/30)
 	}
 	op := time.Duration(float64(budget) * operationShare)
 	per := (op - time.Duration(n-1)*backoff) / time.Duration(n)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/fault"
 )
 
@@ -29,13 +30,13 @@ func (r *recordingBody) ReadAt(p []byte, off int64) (int, error) {
 // bodyCounter wraps mem (which has no PutBody of its own) and counts the
 // PutBody calls reaching it.
 type bodyCounter struct {
-	*mem.Backend
+	backend.Backend
 	bodies int
 }
 
 func (c *bodyCounter) PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error) {
 	c.bodies++
-	return backend.PutBody(ctx, c.Backend, key, body, size, opts)
+	return driver.PutBody(ctx, c.Backend, key, body, size, opts)
 }
 
 func TestPutBody_ForwardedCountedAsPutAndSubjectToFaults(t *testing.T) {
@@ -43,7 +44,7 @@ func TestPutBody_ForwardedCountedAsPutAndSubjectToFaults(t *testing.T) {
 	inner := &bodyCounter{Backend: mem.New(mem.Options{})}
 	f := fault.New(inner)
 	body := &recordingBody{Reader: bytes.NewReader([]byte("streamed value"))}
-	obj, err := backend.PutBody(ctx, f, "k", body, body.Size(), backend.PutOptions{IfAbsent: true})
+	obj, err := driver.PutBody(ctx, f, "k", body, body.Size(), backend.PutOptions{IfAbsent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +58,12 @@ func TestPutBody_ForwardedCountedAsPutAndSubjectToFaults(t *testing.T) {
 		t.Errorf("counts %v, want one put (and the get that checked it)", got)
 	}
 	f.SetUnavailable(true)
-	if _, err := backend.PutBody(ctx, f, "k", body, body.Size(), backend.PutOptions{}); !errors.Is(err, fault.ErrInjected) {
+	if _, err := driver.PutBody(ctx, f, "k", body, body.Size(), backend.PutOptions{}); !errors.Is(err, fault.ErrInjected) {
 		t.Errorf("PutBody on an unavailable backend = %v, want ErrInjected", err)
 	}
 	f.SetUnavailable(false)
 	f.LosePutAcks(1)
-	if _, err := backend.PutBody(ctx, f, "k", bytes.NewReader([]byte("second")), 6, backend.PutOptions{IfVersion: obj.Version}); !errors.Is(err, backend.ErrPreconditionFailed) {
+	if _, err := driver.PutBody(ctx, f, "k", bytes.NewReader([]byte("second")), 6, backend.PutOptions{IfVersion: obj.Version}); !errors.Is(err, backend.ErrPreconditionFailed) {
 		t.Errorf("PutBody with a lost ack = %v, want ErrPreconditionFailed", err)
 	}
 	if got, _ := read(t, f, "k"); got != "second" {

@@ -4,12 +4,13 @@ import (
 	"context"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 var _ backend.Copier = (*Backend)(nil)
 
 // Copy implements backend.Copier by forwarding to the wrapped backend's
-// (backend.Copy: ErrUnsupported when it has none). It is counted as
+// (driver.Copy: ErrUnsupported when it has none). It is counted as
 // OpCopy and subject to the faults as a write: SetIgnoreConditions drops
 // its conditions, and its ModTime and Now are shifted by the clock skew.
 func (b *Backend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.CopyOptions) (backend.Object, error) {
@@ -22,7 +23,7 @@ func (b *Backend) Copy(ctx context.Context, srcKey, dstKey string, opts backend.
 		opts = backend.CopyOptions{}
 	}
 	b.mu.Unlock()
-	obj, err := backend.Copy(ctx, b.inner, srcKey, dstKey, opts)
+	obj, err := driver.Copy(ctx, b.inner, srcKey, dstKey, opts)
 	if err != nil {
 		return backend.Object{}, err
 	}

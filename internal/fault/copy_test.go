@@ -9,6 +9,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/backendtest"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/fault"
 )
 
@@ -32,7 +33,7 @@ func TestCopy_ForwardedCountedAndShifted(t *testing.T) {
 		return nil
 	})
 	f.SetClockSkew(time.Hour)
-	obj, err := backend.Copy(ctx, f, "src", "dst", backend.CopyOptions{IfSourceVersion: src.Version, IfAbsent: true})
+	obj, err := driver.Copy(ctx, f, "src", "dst", backend.CopyOptions{IfSourceVersion: src.Version, IfAbsent: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestCopy_IgnoreConditions_CopiesUnconditionally(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.SetIgnoreConditions(true)
-	if _, err := backend.Copy(ctx, f, "src", "dst", backend.CopyOptions{IfSourceVersion: "stale", IfAbsent: true}); err != nil {
+	if _, err := driver.Copy(ctx, f, "src", "dst", backend.CopyOptions{IfSourceVersion: "stale", IfAbsent: true}); err != nil {
 		t.Fatalf("copy with conditions ignored: %v", err)
 	}
 	if got, _ := read(t, f, "dst"); got != "new" {
@@ -76,7 +77,7 @@ func TestCopy_UnavailableFailsWithoutCopying(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.SetUnavailable(true)
-	if _, err := backend.Copy(ctx, f, "src", "dst", backend.CopyOptions{}); !errors.Is(err, fault.ErrInjected) {
+	if _, err := driver.Copy(ctx, f, "src", "dst", backend.CopyOptions{}); !errors.Is(err, fault.ErrInjected) {
 		t.Fatalf("copy = %v, want ErrInjected", err)
 	}
 	f.SetUnavailable(false)
@@ -97,7 +98,7 @@ func TestCopy_OverABackendWithoutCopier_Unsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range []backend.Backend{fault.New(inner), fault.New(fault.New(inner))} {
-		if _, err := backend.Copy(ctx, b, "src", "dst", backend.CopyOptions{}); !errors.Is(err, backend.ErrUnsupported) {
+		if _, err := driver.Copy(ctx, b, "src", "dst", backend.CopyOptions{}); !errors.Is(err, backend.ErrUnsupported) {
 			t.Errorf("copy through %T over a backend without Copier = %v, want ErrUnsupported", b, err)
 		}
 	}

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // ErrInjected is the error of a call failed on purpose by
@@ -114,8 +115,8 @@ type Backend struct {
 }
 
 var (
-	_ backend.Backend  = (*Backend)(nil)
-	_ backend.Resolver = (*Backend)(nil)
+	_ backend.Backend = (*Backend)(nil)
+	_ driver.Resolver = (*Backend)(nil)
 )
 
 // New wraps inner. With no fault switched on, the wrapper only counts.
@@ -370,7 +371,7 @@ func (b *Backend) put(ctx context.Context, key string, opts backend.PutOptions, 
 			return nil, err
 		}
 		return func(ctx context.Context) (backend.Object, error) {
-			obj, err := backend.PutBody(ctx, b.inner, key, bytes.NewReader(buf), int64(len(buf)), opts)
+			obj, err := driver.PutBody(ctx, b.inner, key, bytes.NewReader(buf), int64(len(buf)), opts)
 			return shift(obj, skew), err
 		}, nil
 	}); held {
@@ -431,12 +432,12 @@ func shift(o backend.Object, skew time.Duration) backend.Object {
 // capabilities, whatever faults are on.
 func (b *Backend) Capabilities() backend.Capabilities { return b.inner.Capabilities() }
 
-// ResolveCapabilities implements backend.Resolver: it resolves the wrapped
-// backend's capabilities (backend.ResolveCapabilities). It is not a storage
+// ResolveCapabilities implements driver.Resolver: it resolves the wrapped
+// backend's capabilities (driver.ResolveCapabilities). It is not a storage
 // call of its own, so it is neither counted nor subject to faults; the
 // requests a resolution makes are the wrapped backend's.
 func (b *Backend) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
-	return backend.ResolveCapabilities(ctx, b.inner)
+	return driver.ResolveCapabilities(ctx, b.inner)
 }
 
 // Now implements backend.Backend.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/fault"
 )
 
@@ -167,7 +168,7 @@ func (r *resolver) ResolveCapabilities(context.Context) (backend.Capabilities, e
 func TestResolveCapabilities_ForwardedToTheWrappedBackend(t *testing.T) {
 	inner := &resolver{Backend: mem.New(mem.Options{NoConditionalWrites: true})}
 	f := fault.New(inner)
-	caps, err := backend.ResolveCapabilities(context.Background(), f)
+	caps, err := driver.ResolveCapabilities(context.Background(), f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestResolveCapabilities_ForwardedToTheWrappedBackend(t *testing.T) {
 		t.Errorf("ResolveCapabilities through the wrapper: %d calls to the wrapped backend, caps %+v; want 1 call and its answer", inner.calls, caps)
 	}
 	// Through two wrappers as well.
-	if _, err := backend.ResolveCapabilities(context.Background(), fault.New(f)); err != nil || inner.calls != 2 {
+	if _, err := driver.ResolveCapabilities(context.Background(), fault.New(f)); err != nil || inner.calls != 2 {
 		t.Errorf("through two wrappers: %d calls, %v", inner.calls, err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/storeadmin"
@@ -205,7 +206,7 @@ func newEnv(t *testing.T, h Harness) *env {
 		t.Fatal(err)
 	}
 	b := h.NewBackend(t)
-	caps, err := backend.ResolveCapabilities(t.Context(), b)
+	caps, err := driver.ResolveCapabilities(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // stepped is a backend whose clock stepped by d after its objects were
@@ -55,7 +56,7 @@ func (s *stepped) Now(ctx context.Context) (time.Time, error) {
 }
 
 func (s *stepped) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
-	return backend.ResolveCapabilities(ctx, s.Backend)
+	return driver.ResolveCapabilities(ctx, s.Backend)
 }
 
 // late is a backend whose puts of matching keys land late: the caller
@@ -94,7 +95,7 @@ func (l *late) Put(ctx context.Context, key string, data []byte, opts backend.Pu
 }
 
 func (l *late) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
-	return backend.ResolveCapabilities(ctx, l.Backend)
+	return driver.ResolveCapabilities(ctx, l.Backend)
 }
 
 // wait waits for every late write to land.
@@ -159,7 +160,7 @@ func (s *slow) Put(ctx context.Context, key string, data []byte, opts backend.Pu
 }
 
 func (s *slow) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
-	return backend.ResolveCapabilities(ctx, s.Backend)
+	return driver.ResolveCapabilities(ctx, s.Backend)
 }
 
 // vanishing is a backend on which an object of a matching key, once armed,
@@ -210,7 +211,7 @@ func (v *vanishing) Get(ctx context.Context, key string) (io.ReadCloser, backend
 }
 
 func (v *vanishing) ResolveCapabilities(ctx context.Context) (backend.Capabilities, error) {
-	return backend.ResolveCapabilities(ctx, v.Backend)
+	return driver.ResolveCapabilities(ctx, v.Backend)
 }
 
 // arm makes the next GET of a matching key find it deleted.

@@ -1,7 +1,8 @@
 // Package s3diag holds what the S3 backend's probes and diagnosis find
 // (docs/adr/0048): the results `cairn-state doctor` words and the backend
-// keeps. Package s3 fills them and registers its probes here;
-// internal/s3admin runs them on a *s3.Backend (docs/adr/0052).
+// keeps, the [Backend] interface through which cairn-state's own packages
+// run them on the backend package s3 makes, and the defaults of its
+// timeouts (docs/adr/0052, 0062).
 package s3diag
 
 import (
@@ -9,7 +10,7 @@ import (
 	"time"
 )
 
-// Diagnosis is what s3admin.Diagnose found, step by step. A step that
+// Diagnosis is what [Backend.Diagnose] found, step by step. A step that
 // did not run because an earlier one failed is left nil.
 type Diagnosis struct {
 	// Region is the signing region in force: Options.Region, else the
@@ -23,7 +24,7 @@ type Diagnosis struct {
 	// only connected to, and the steps after them do not run.
 	CredentialsErr error
 	// Endpoints are the checks of the backend's endpoints, in the order
-	// of s3.Backend.Endpoints.
+	// of the URL's endpoint list.
 	Endpoints []EndpointCheck
 	// Answer is the first of Endpoints that answered the signed listing
 	// ([EndpointCheck.OK]); nil when none did or no request was sent.
@@ -177,18 +178,39 @@ type CopyProbeResult struct {
 	Evidence string
 }
 
-// Ops are the backend's probes and diagnosis; B is *s3.Backend.
-type Ops[B any] struct {
-	Diagnose  func(b B, ctx context.Context) Diagnosis
-	Probe     func(b B, ctx context.Context) (ProbeResult, error)
-	ProbeCopy func(b B, ctx context.Context) (CopyProbeResult, error)
+// Backend is the S3 backend (what package s3's New returns) as
+// cairn-state's own packages see it: its probes and diagnosis, found by
+// type assertion. An application never needs them (docs/adr/0062).
+type Backend interface {
+	// Diagnose checks, for an operator's tool, each part of the way to
+	// the store and tells apart what is wrong: the credentials, each
+	// endpoint (connected to, then sent one signed listing), the refusal
+	// of the first that answered, the conditional-write probe, the
+	// storage's clocks. It reports every finding in the Diagnosis and
+	// fails with no error of its own.
+	Diagnose(ctx context.Context) Diagnosis
+	// Probe checks, on a throwaway object, that the server enforces
+	// every condition the backend relies on, in both directions
+	// (PutObject's If-None-Match and If-Match, DeleteObject's If-Match),
+	// without changing the backend's capabilities. Transport, permission
+	// and bucket errors fail the probe.
+	Probe(ctx context.Context) (ProbeResult, error)
+	// ProbeCopy checks, on throwaway objects below the probe prefix,
+	// which conditions of CopyObject the server enforces, each in both
+	// directions, without changing the backend's capabilities.
+	ProbeCopy(ctx context.Context) (CopyProbeResult, error)
+	// CurrentEndpoint returns the endpoint requests go to now: the first
+	// one, or the one the last failover moved to.
+	CurrentEndpoint() string
 }
 
-var registered any
-
-// Register records ops; package s3 calls it once, from its init.
-func Register[B any](ops *Ops[B]) { registered = ops }
-
-// Get returns what s3 registered. It panics when the type differs from the
-// registered one, which the first test that imports s3admin shows.
-func Get[B any]() *Ops[B] { return registered.(*Ops[B]) }
+// The defaults of the S3 backend's timeouts and retries (s3.Options, the
+// URL's parameters; ADR 0016), which the CLI's --timeout derives from and
+// doctor reports.
+const (
+	DefaultConnectTimeout  = 5 * time.Second  // Options.ConnectTimeout, URL connect_timeout
+	DefaultResponseTimeout = 8 * time.Second  // Options.ResponseTimeout, URL response_timeout
+	DefaultAttemptTimeout  = 60 * time.Second // Options.AttemptTimeout, URL attempt_timeout
+	DefaultMaxAttempts     = 3                // Options.MaxAttempts, URL max_attempts
+	DefaultMaxBackoff      = time.Second      // Options.MaxBackoff, URL max_backoff
+)

@@ -32,7 +32,7 @@ func Local(t *testing.T, fn func(t *testing.T, b backend.Backend)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { b.Close() })
+		t.Cleanup(func() { b.(io.Closer).Close() })
 		fn(t, b)
 	})
 }

@@ -324,7 +324,7 @@ func (c *Cluster) Endpoints() []string {
 }
 
 // NodeAt returns the node whose S3 endpoint is endpoint (as
-// s3.Backend.CurrentEndpoint reports it), or nil. A backend opened on the
+// s3diag.Backend.CurrentEndpoint reports it), or nil. A backend opened on the
 // cluster's URL starts on Nodes[0].
 func (c *Cluster) NodeAt(endpoint string) *Node {
 	for _, n := range c.Nodes {

@@ -1,4 +1,4 @@
-package backend_test
+package driver_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/driver"
 )
 
 // lazy is a backend whose conditional writes are known only once resolved.
@@ -33,12 +34,12 @@ func TestResolveCapabilities_ResolverIsAsked(t *testing.T) {
 	if l.Capabilities().ConditionalWrites {
 		t.Fatal("test bug: resolved before asked")
 	}
-	caps, err := backend.ResolveCapabilities(t.Context(), l)
+	caps, err := driver.ResolveCapabilities(t.Context(), l)
 	if err != nil || !caps.ConditionalWrites || !l.resolved {
 		t.Errorf("ResolveCapabilities = %+v, %v (resolved: %v); want conditional writes, resolved", caps, err, l.resolved)
 	}
 	l.err = errors.New("storage unreachable")
-	if _, err := backend.ResolveCapabilities(t.Context(), l); !errors.Is(err, l.err) {
+	if _, err := driver.ResolveCapabilities(t.Context(), l); !errors.Is(err, l.err) {
 		t.Errorf("a failing resolution returned %v, want its error", err)
 	}
 }
@@ -46,7 +47,7 @@ func TestResolveCapabilities_ResolverIsAsked(t *testing.T) {
 func TestResolveCapabilities_PlainBackendReportsItsCapabilities(t *testing.T) {
 	for _, noCAS := range []bool{false, true} {
 		b := mem.New(mem.Options{NoConditionalWrites: noCAS})
-		caps, err := backend.ResolveCapabilities(t.Context(), b)
+		caps, err := driver.ResolveCapabilities(t.Context(), b)
 		if err != nil || caps != b.Capabilities() {
 			t.Errorf("ResolveCapabilities(mem, NoConditionalWrites=%v) = %+v, %v; want %+v", noCAS, caps, err, b.Capabilities())
 		}

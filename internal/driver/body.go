@@ -1,16 +1,18 @@
-package backend
+package driver
 
 import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/cairnhq/state/backend"
 )
 
 // BodyPutter is implemented by backends that write an object from a body
 // read where it lies (a file the caller spooled) instead of from a byte
 // slice, so that a large object is never held in memory whole. Find it
-// with [PutBody], which falls back to [Backend.Put] for a backend without
-// it.
+// with [PutBody], which falls back to backend.Backend.Put for a backend
+// without it.
 type BodyPutter interface {
 	// PutBody writes the size bytes of body at offsets [0, size) at key,
 	// exactly as Put writes data: atomically, under the same conditions,
@@ -26,20 +28,20 @@ type BodyPutter interface {
 	// change while the caller keeps it readable (closing a file is fine:
 	// a late read then fails, and a request whose body fails is not
 	// completed).
-	PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts PutOptions) (Object, error)
+	PutBody(ctx context.Context, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error)
 }
 
 // PutBody writes the first size bytes of body at key on b: through b's
 // [BodyPutter], or, for a backend without one, by reading them into memory
 // and calling Put. Wrappers implement BodyPutter by calling PutBody on the
 // backend they wrap, so that the innermost backend decides.
-func PutBody(ctx context.Context, b Backend, key string, body io.ReaderAt, size int64, opts PutOptions) (Object, error) {
+func PutBody(ctx context.Context, b backend.Backend, key string, body io.ReaderAt, size int64, opts backend.PutOptions) (backend.Object, error) {
 	if bp, ok := b.(BodyPutter); ok {
 		return bp.PutBody(ctx, key, body, size, opts)
 	}
 	data, err := ReadBody(ctx, body, size)
 	if err != nil {
-		return Object{}, fmt.Errorf("put %q: %w", key, err)
+		return backend.Object{}, fmt.Errorf("put %q: %w", key, err)
 	}
 	return b.Put(ctx, key, data, opts)
 }
