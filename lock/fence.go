@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/internal/lockhook"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -18,20 +19,20 @@ import (
 // in its authenticated header. Reads are unaffected. st is the store the
 // lock was acquired on (or another view of it); the lock itself writes
 // through the unfenced store.
-func (l *Lock) Fence(st *store.Store) *store.Store { return st.WithFence(fence{l}) }
+func (l *Lock) Fence(st *store.Store) *store.Store { return storeadmin.WithFence(st, fence{l}) }
 
-// fence is the lock as a store's fence (store.Fence) that can say who
-// holds it (store.Holder). A value, so that two fences of one lock are
+// fence is the lock as a store's fence that can say who holds it
+// (storeadmin.Holder). A value, so that two fences of one lock are
 // equal.
 type fence struct{ l *Lock }
 
-var _ store.Holder = fence{}
+var _ storeadmin.Holder = fence{}
 
 func (f fence) Err() error                          { return f.l.Err() }
 func (f fence) Deadline() (time.Time, bool)         { return f.l.deadline() }
 func (f fence) Enter() (done func(), err error)     { return f.l.enter() }
 func (f fence) NextWrite() (epoch, sequence uint64) { return f.l.nextWrite() }
-func (f fence) Holder() store.HolderInfo            { return f.l.holder() }
+func (f fence) Holder() storeadmin.HolderInfo       { return f.l.holder() }
 
 func init() {
 	lockhook.RegisterLock(&lockhook.LockOps[*Lock, *store.Store]{Guards: (*Lock).guards, Deadline: (*Lock).deadline})

@@ -1,11 +1,11 @@
 package lock
 
-import "github.com/cairnhq/state/store"
+import "github.com/cairnhq/state/internal/storeadmin"
 
 // holder says who holds the lock, for the writer records of the store's
-// history (store.Holder): the instance, host, process and epoch of this
+// history (storeadmin.Holder): the instance, host, process and epoch of this
 // acquisition.
-func (l *Lock) holder() store.HolderInfo {
+func (l *Lock) holder() storeadmin.HolderInfo {
 	r := l.Record()
-	return store.HolderInfo{Instance: r.InstanceID, Hostname: r.Hostname, PID: r.PID, Epoch: r.Epoch, Acquired: r.AcquiredAt}
+	return storeadmin.HolderInfo{Instance: r.InstanceID, Hostname: r.Hostname, PID: r.PID, Epoch: r.Epoch, Acquired: r.AcquiredAt}
 }

@@ -178,7 +178,7 @@ func (l *Lock) Err() error {
 
 // deadline returns when the fence closes unless a heartbeat confirms the
 // lock again: the send time of the last confirmed write plus 1.25
-// heartbeat intervals. Fenced writes run under it (store.Fence). After
+// heartbeat intervals. Fenced writes run under it (storeadmin.Fence). After
 // loss or release it is a time in the past.
 func (l *Lock) deadline() (time.Time, bool) {
 	l.mu.Lock()
@@ -189,7 +189,7 @@ func (l *Lock) deadline() (time.Time, bool) {
 	return l.confirmed.Add(l.o.lease()), true
 }
 
-// enter admits one fenced write (store.Fence): it fails as Err does when
+// enter admits one fenced write (storeadmin.Fence): it fails as Err does when
 // the fence is not open, and otherwise counts the write as in flight until
 // done is called. [Lock.Release] closes the fence, then waits for every
 // admitted write to be done before it deletes the lock, so that a write

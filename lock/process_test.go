@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"

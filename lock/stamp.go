@@ -8,7 +8,7 @@ import "sync/atomic"
 // the process wrote), and two holders never share an epoch.
 var writeSequence atomic.Uint64
 
-// nextWrite is the fence's NextWrite (store.Fence): it returns the lock's
+// nextWrite is the fence's NextWrite (storeadmin.Fence): it returns the lock's
 // fencing epoch and the next number of its write sequence, strictly
 // greater than every number returned before, whichever fenced store view
 // writes. The store seals both into the authenticated header of the

@@ -30,6 +30,7 @@ func init() {
 	storehook.Set("KeptVersions", (*Store).keptVersions)
 	storehook.Set("LastKept", (*Store).lastKept)
 	storehook.Set("Root", (*Store).root)
+	storehook.Set("WithFence", (*Store).withFence)
 	storehook.Set("Open", openStore)
 	storehook.Set("IDOf", idOf)
 	storehook.Set("StoreIDTime", storeIDTime)

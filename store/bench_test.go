@@ -121,7 +121,7 @@ func BenchmarkVersitygw(b *testing.B) {
 
 	// A fenced store (a holder's, docs/adr/0026): every write conditional
 	// on the version it knows, here the one it wrote last.
-	fenced := st.WithFence(&switchFence{})
+	fenced := storeadmin.WithFence(st, &switchFence{})
 	if _, err := fenced.Put(ctx, "fenced", value, store.PutOptions{}); err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"time"
 
 	"filippo.io/age"
 
@@ -134,34 +133,6 @@ func ExampleGuard() {
 	// true
 	// <nil>
 	// app sees: uploads/avatar.png
-}
-
-// lostLock stands in for a *lock.Lock whose heartbeat found another holder.
-type lostLock struct{}
-
-func (lostLock) Err() error { return errors.New(`state lock lost to "pod-b"`) }
-
-func (lostLock) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-func (l lostLock) Enter() (func(), error) { return nil, l.Err() }
-
-func (lostLock) NextWrite() (epoch, sequence uint64) { return 7, 1 }
-
-func ExampleStore_WithFence() {
-	ctx := context.Background()
-	base := exampleStore(mem.New(mem.Options{}), store.Options{})
-	_, _ = base.Put(ctx, "token", []byte("v1"), store.PutOptions{})
-
-	st := base.WithFence(lostLock{}) // in an application: l.Fence(base), l the held lock
-	_, err := st.Put(ctx, "token", []byte("v2"), store.PutOptions{})
-	fmt.Println(errors.Is(err, store.ErrFenced))
-	fmt.Println(err)
-	v, _, _ := st.Get(ctx, "token") // reads still work
-	fmt.Printf("%s\n", v)
-	// Output:
-	// true
-	// store: put "token": write refused: this instance no longer holds the state lock: state lock lost to "pod-b"
-	// v1
 }
 
 // Connect reads the store's manifest before anything else: a connection

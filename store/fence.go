@@ -5,62 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/cairnhq/state/internal/storehook"
 )
 
-// Fence reports whether writes are still allowed, and until when, and
-// admits each write so that its holder can wait for the writes in flight
-// before it lets another holder in. lock.Lock.Fence fences a store with
-// the lock.
-type Fence interface {
-	// Err returns nil while the holder may write, and an error saying why
-	// once it may not (for example, the instance lock was lost).
-	Err() error
-	// Deadline returns when the holder's current permission to write ends,
-	// on this process's clock; ok is false when it has no end. A write sent
-	// now must be over by then.
-	Deadline() (deadline time.Time, ok bool)
-	// Enter admits one write: it fails with Err's error when writes are
-	// not allowed, and otherwise returns done, which the store calls
-	// exactly once when the write's requests have ended (answered, failed
-	// or cut off). A fence that is being closed (lock.Lock.Release) admits
-	// nothing more and waits for every admitted write's done.
-	Enter() (done func(), err error)
-	// NextWrite returns the holder's fencing epoch and the next number of
-	// its write sequence: every call returns a higher sequence number than
-	// every earlier call for the same epoch, whichever store view asks.
-	// The store seals both into the object it writes (docs/adr/0030).
-	NextWrite() (epoch, sequence uint64)
-}
-
-// WithFence returns a view of the store whose writes (Put, Delete, Update
-// and the JSON helpers) fail with an error wrapping ErrFenced and f.Err()
-// once f.Err() is non-nil. Reads are unaffected. Fences accumulate: a view
-// of a fenced view checks both. A nil f returns s itself.
-//
-// Each write checks the fence before sealing, is admitted by it (Enter)
-// right before its request, and runs under a context deadline at
-// f.Deadline() (the end of the lock's lease), so a write cannot be sent,
-// or retried, after the lock may have passed to another instance; a write
-// cut off by the deadline fails with ErrFenced and an error that says it
-// may still have landed.
-//
-// On storage with conditional writes every write of a fenced view is
-// conditional on the object's version as the view knows it (docs/adr/0026):
-// the version it last read, listed or wrote through a view fenced by the
-// same fences, absent when it read it absent, and a stat before the write
-// when it knows nothing. A write that the server applies late, after
-// another holder wrote the object, then fails instead of replacing the
-// other's value. Writes that carry conditions of their own keep them. On
-// storage without conditions (Garage) a request the server applies after
-// the client cut it off is the one thing the fence cannot recall
-// (docs/lock.md gives the window). The lock itself writes through the
-// unfenced store it was given.
-func (s *Store) WithFence(f Fence) *Store {
+// withFence is storeadmin.WithFence: a view of s fenced by f as well.
+func (s *Store) withFence(f storehook.Fence) *Store {
 	if f == nil {
 		return s
 	}
 	v := *s
-	v.fences = append(append([]Fence(nil), s.fences...), f)
+	v.fences = append(append([]storehook.Fence(nil), s.fences...), f)
 	v.memo = newVersionMemo()
 	return &v
 }

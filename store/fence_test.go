@@ -21,7 +21,7 @@ func TestWithFence_LockLost_WritesRefusedReadsWork(t *testing.T) {
 	ctx := t.Context()
 	base, _ := newStore(t, store.Options{})
 	fence := &switchFence{}
-	s := base.WithFence(fence)
+	s := storeadmin.WithFence(base, fence)
 	if _, err := s.Put(ctx, "a", []byte("1"), store.PutOptions{}); err != nil {
 		t.Fatalf("Put while the fence holds: %v", err)
 	}
@@ -65,12 +65,12 @@ func TestWithFence_LockLost_WritesRefusedReadsWork(t *testing.T) {
 func TestWithFence_Stacked_EachFenceChecked(t *testing.T) {
 	base, _ := newStore(t, store.Options{})
 	outer, inner := &switchFence{}, &switchFence{}
-	s := base.WithFence(outer).WithFence(inner)
+	s := storeadmin.WithFence(storeadmin.WithFence(base, outer), inner)
 	outer.trip(errLockLost)
 	if _, err := s.Put(t.Context(), "a", nil, store.PutOptions{}); !errors.Is(err, errLockLost) {
 		t.Errorf("Put = %v, want the outer fence's error", err)
 	}
-	if base.WithFence(nil) != base {
+	if storeadmin.WithFence(base, nil) != base {
 		t.Error("WithFence(nil) should return the store itself")
 	}
 }
@@ -91,7 +91,7 @@ func TestWithFence_StalledWritePastDeadline_CutOffNeverLands(t *testing.T) {
 		}
 		fence := &switchFence{}
 		fence.setDeadline(time.Now().Add(time.Second))
-		s := base.WithFence(fence)
+		s := storeadmin.WithFence(base, fence)
 
 		resume := f.Stall()
 		done := make(chan error, 1)
@@ -126,7 +126,7 @@ func TestWithFence_LostWhileSealing_Refused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = base.WithFence(fence).Put(ctx, "a", []byte("x"), store.PutOptions{})
+	_, err = storeadmin.WithFence(base, fence).Put(ctx, "a", []byte("x"), store.PutOptions{})
 	if !errors.Is(err, store.ErrFenced) || !errors.Is(err, errLockLost) {
 		t.Fatalf("put whose fence tripped during sealing = %v, want ErrFenced", err)
 	}

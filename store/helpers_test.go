@@ -45,7 +45,7 @@ func rawKeys(t testing.TB, b backend.Backend) []string {
 // rawGet reads the stored bytes of key from b.
 var rawGet = testkit.Read
 
-// switchFence is a store.Fence that can be tripped, with an optional
+// switchFence is a storeadmin.Fence that can be tripped, with an optional
 // deadline, an epoch and a write sequence.
 type switchFence struct {
 	mu       sync.Mutex

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storehook"
 )
 
 // DefaultHistory is how many versions of each name history keeps, the
@@ -154,27 +155,6 @@ type HistoryUsage struct {
 // ErrNotDeleted is [Store.Undelete]'s error for a name that has a current
 // object: there is nothing to undelete (restore a version instead).
 var ErrNotDeleted = errors.New("the name is not deleted")
-
-// HolderInfo says who held the lock in one epoch: what a writer record
-// keeps, and what [Store.History] shows as a version's instance.
-type HolderInfo struct {
-	Instance string
-	Hostname string
-	PID      int
-	Epoch    uint64
-	Acquired time.Time
-}
-
-// Holder is a [Fence] that can say who holds it; the lock's fence
-// (lock.Lock.Fence) is one.
-// A fenced view whose fence is a Holder writes one writer record per epoch
-// into history, so that [Store.History] can name the instance of each
-// version; the header of an object names none (the storage operator would
-// read it).
-type Holder interface {
-	Fence
-	Holder() HolderInfo
-}
 
 // writerRecord is the JSON of .history/.writers/<E>.
 type writerRecord struct {
@@ -359,13 +339,13 @@ func (s *Store) nameWriters(ctx context.Context, vs []Version) {
 	}
 }
 
-// writer returns epoch e's writer record, or a zero HolderInfo where it
+// writer returns epoch e's writer record, or a zero storehook.HolderInfo where it
 // is missing or does not open (cached either way: a record never changes).
-func (s *Store) writer(ctx context.Context, e uint64) HolderInfo {
+func (s *Store) writer(ctx context.Context, e uint64) storehook.HolderInfo {
 	if v, ok := s.c.writers.Load(e); ok {
-		return v.(HolderInfo)
+		return v.(storehook.HolderInfo)
 	}
-	var h HolderInfo
+	var h storehook.HolderInfo
 	name := writerName(e)
 	data, _, err := s.internalView().get(ctx, s.c.prefix+name, name)
 	var rec writerRecord
@@ -375,7 +355,7 @@ func (s *Store) writer(ctx context.Context, e uint64) HolderInfo {
 		s.c.log.DebugContext(ctx, "store: a writer record does not open", "epoch", e, "err", err)
 		return h // not cached: the storage may answer next time
 	case json.Unmarshal(data, &rec) == nil && rec.Epoch == e:
-		h = HolderInfo{Instance: rec.Instance, Hostname: rec.Hostname, PID: rec.PID, Epoch: e, Acquired: rec.Acquired}
+		h = storehook.HolderInfo{Instance: rec.Instance, Hostname: rec.Hostname, PID: rec.PID, Epoch: e, Acquired: rec.Acquired}
 	}
 	s.c.writers.Store(e, h)
 	return h

@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -42,8 +43,8 @@ func BenchmarkHistoryVersitygw(b *testing.B) {
 		}
 		return st
 	}
-	withHistory := connect(store.Options{}).WithFence(&switchFence{epoch: 1})
-	without := connect(store.Options{History: store.NoHistory}).WithFence(&switchFence{epoch: 1})
+	withHistory := storeadmin.WithFence(connect(store.Options{}), &switchFence{epoch: 1})
+	without := storeadmin.WithFence(connect(store.Options{History: store.NoHistory}), &switchFence{epoch: 1})
 	strict := connect(store.Options{RejectRollback: true})
 	plain := connect(store.Options{})
 	value := make([]byte, 4<<10)
@@ -131,13 +132,13 @@ func TestHistory_RequestsPerOverwrite(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			st := conn(store.Options{}).WithFence(&holderFence{switchFence: switchFence{epoch: 1}, instance: "a"})
+			st := storeadmin.WithFence(conn(store.Options{}), &holderFence{switchFence: switchFence{epoch: 1}, instance: "a"})
 			for range store.DefaultHistory {
 				put(st)
 			}
 			got := map[string]fault.Counts{}
 			// A new holding: a new connection, the next epoch.
-			st = conn(store.Options{}).WithFence(&holderFence{switchFence: switchFence{epoch: 2}, instance: "b"})
+			st = storeadmin.WithFence(conn(store.Options{}), &holderFence{switchFence: switchFence{epoch: 2}, instance: "b"})
 			got["first write of a holding"] = count(func() { put(st) })
 			got["steady state"] = count(func() { put(st) })
 			// A crash between a write and its keep: the last keep lost.
@@ -148,9 +149,9 @@ func TestHistory_RequestsPerOverwrite(t *testing.T) {
 			if err := f.Delete(ctx, store.Prefix+".history/"+name+"/"+vs[0].ID.String(), backend.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			st = conn(store.Options{}).WithFence(&holderFence{switchFence: switchFence{epoch: 3}, instance: "c"})
+			st = storeadmin.WithFence(conn(store.Options{}), &holderFence{switchFence: switchFence{epoch: 3}, instance: "c"})
 			got["after a crash"] = count(func() { put(st) })
-			off := conn(store.Options{History: store.NoHistory}).WithFence(&switchFence{epoch: 4})
+			off := storeadmin.WithFence(conn(store.Options{History: store.NoHistory}), &switchFence{epoch: 4})
 			put(off)
 			got["without history"] = count(func() { put(off) })
 			for what, want := range c.want {
@@ -162,7 +163,7 @@ func TestHistory_RequestsPerOverwrite(t *testing.T) {
 		})
 	}
 	// Get: one GET; with RejectRollback, one GET and one LIST.
-	mustPut(t, conn(store.Options{}).WithFence(&switchFence{epoch: 9}), "g", "v")
+	mustPut(t, storeadmin.WithFence(conn(store.Options{}), &switchFence{epoch: 9}), "g", "v")
 	for _, c := range []struct {
 		strict bool
 		want   fault.Counts

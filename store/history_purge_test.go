@@ -103,7 +103,7 @@ func testPurge(t *testing.T, b backend.Backend) {
 	}
 	lost := &holderFence{switchFence: switchFence{epoch: 3}, instance: "pod-a"}
 	lost.trip(errLockLost)
-	if _, err := plain.WithFence(lost).Purge(ctx, "app/held"); !errors.Is(err, store.ErrFenced) || !errors.Is(err, errLockLost) {
+	if _, err := storeadmin.WithFence(plain, lost).Purge(ctx, "app/held"); !errors.Is(err, store.ErrFenced) || !errors.Is(err, errLockLost) {
 		t.Fatalf("Purge through a lost fence = %v, want ErrFenced", err)
 	}
 	for _, key := range append(kept, store.Prefix+"app/held") {

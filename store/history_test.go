@@ -19,15 +19,15 @@ import (
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
-// holderFence is a switchFence that says who holds it (a store.Holder),
+// holderFence is a switchFence that says who holds it (a storeadmin.Holder),
 // so that the views it fences write writer records.
 type holderFence struct {
 	switchFence
 	instance string
 }
 
-func (f *holderFence) Holder() store.HolderInfo {
-	return store.HolderInfo{Instance: f.instance, Hostname: "host-" + f.instance, PID: 42, Epoch: f.epoch}
+func (f *holderFence) Holder() storeadmin.HolderInfo {
+	return storeadmin.HolderInfo{Instance: f.instance, Hostname: "host-" + f.instance, PID: 42, Epoch: f.epoch}
 }
 
 // historyStore connects to b (creating the store) and returns the view
@@ -40,7 +40,7 @@ func historyStore(t *testing.T, b backend.Backend, k store.Keys, epoch uint64, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := st.WithFence(&holderFence{switchFence: switchFence{epoch: epoch}, instance: instance})
+	v := storeadmin.WithFence(st, &holderFence{switchFence: switchFence{epoch: epoch}, instance: instance})
 	if _, ok := storeadmin.Manifest(st); ok && !b.Capabilities().ConditionalWrites {
 		// Without conditional writes a new manifest waits for the lock.
 		if err := storeadmin.CommitManifest(t.Context(), v); err != nil {

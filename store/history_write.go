@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storehook"
 )
 
 // keepByPut is the largest sealed object whose keep is a PUT of the very
@@ -444,7 +445,7 @@ func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding 
 }
 
 // recordWriter writes epoch e's writer record once per store and epoch,
-// when the view's fence can say who holds it (a [Holder]).
+// when the view's fence can say who holds it (a storehook.Holder).
 func (s *Store) recordWriter(ctx context.Context, e uint64) {
 	if e == 0 {
 		return
@@ -452,7 +453,7 @@ func (s *Store) recordWriter(ctx context.Context, e uint64) {
 	if _, done := s.c.recorded.Load(e); done {
 		return
 	}
-	hf, ok := s.fences[len(s.fences)-1].(Holder)
+	hf, ok := s.fences[len(s.fences)-1].(storehook.Holder)
 	if !ok {
 		return
 	}

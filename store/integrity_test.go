@@ -211,7 +211,7 @@ func TestPut_StampsGenerationEpochAndSequence_ReportedOnEveryReadPath(t *testing
 		ctx := t.Context()
 		st := mustConnect(t, b, keysOf(testkit.Identity(t)), true)
 		f := &switchFence{epoch: 9}
-		fenced, alsoFenced := st.WithFence(f), storeadmin.Internal(st.WithFence(f))
+		fenced, alsoFenced := storeadmin.WithFence(st, f), storeadmin.Internal(storeadmin.WithFence(st, f))
 		var last uint64
 		for i, v := range []*store.Store{fenced, alsoFenced, fenced} {
 			info, err := v.Put(ctx, fmt.Sprintf("n%d", i), []byte("v"), store.PutOptions{})
@@ -411,7 +411,7 @@ func TestRecordMigrationLog_OneGenerationUp_OnceForEveryView(t *testing.T) {
 		ctx := t.Context()
 		id := testkit.Identity(t)
 		st := mustConnect(t, b, keysOf(id), true)
-		fenced := st.WithFence(&switchFence{epoch: 1})
+		fenced := storeadmin.WithFence(st, &switchFence{epoch: 1})
 		if err := storeadmin.RecordMigrationLog(ctx, fenced); err != nil {
 			t.Fatal(err)
 		}

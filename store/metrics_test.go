@@ -165,7 +165,7 @@ func TestMetrics_OperationsCountedByKindAndOutcome(t *testing.T) {
 	}
 	fence := &switchFence{}
 	fence.trip(errors.New("lock lost"))
-	if err := st.WithFence(fence).Delete(ctx, "a", store.DeleteOptions{}); !errors.Is(err, store.ErrFenced) {
+	if err := storeadmin.WithFence(st, fence).Delete(ctx, "a", store.DeleteOptions{}); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("fenced Delete = %v", err)
 	}
 	// An object sealed by another store's key does not open.
@@ -430,7 +430,7 @@ func TestMetrics_HistoryKeepsAndPrunesCounted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := st.WithFence(&holderFence{switchFence: switchFence{epoch: 1}, instance: "pod-a"})
+			v := storeadmin.WithFence(st, &holderFence{switchFence: switchFence{epoch: 1}, instance: "pod-a"})
 			counts := func() map[string]uint64 {
 				var rm metricdata.ResourceMetrics
 				if err := reader.Collect(t.Context(), &rm); err != nil {

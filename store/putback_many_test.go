@@ -44,7 +44,7 @@ func testPutBackManyAndUpdate(t *testing.T, b backend.Backend) {
 	}
 
 	// Update refuses it before calling fn, and writes nothing.
-	fenced := strict.WithFence(&holderFence{switchFence: switchFence{epoch: 5}, instance: "pod-b"})
+	fenced := storeadmin.WithFence(strict, &holderFence{switchFence: switchFence{epoch: 5}, instance: "pod-b"})
 	called := false
 	_, err = fenced.Update(ctx, "app/key", func(v []byte, _ bool) ([]byte, error) {
 		called = true
@@ -75,7 +75,7 @@ func TestStrictReads_RequestCounts(t *testing.T) {
 	ctx := t.Context()
 	c := newCounted(t)
 	conn, count := c.connect, c.requests
-	w := conn(store.Options{}).WithFence(&holderFence{switchFence: switchFence{epoch: 1}, instance: "a"})
+	w := storeadmin.WithFence(conn(store.Options{}), &holderFence{switchFence: switchFence{epoch: 1}, instance: "a"})
 	names := []string{"a", "b", "c"}
 	for _, n := range names {
 		mustPut(t, w, n, "v")
@@ -96,7 +96,7 @@ func TestStrictReads_RequestCounts(t *testing.T) {
 		t.Errorf("GetMany of 3, RejectRollback: %v, want %v", got, want)
 	}
 	update := func(st *store.Store, epoch uint64, name string) fault.Counts {
-		v := st.WithFence(&holderFence{switchFence: switchFence{epoch: epoch}, instance: "b"})
+		v := storeadmin.WithFence(st, &holderFence{switchFence: switchFence{epoch: epoch}, instance: "b"})
 		up := func() {
 			if _, err := v.Update(ctx, name, func(old []byte, _ bool) ([]byte, error) { return append(old, '+'), nil }); err != nil {
 				t.Fatal(err)

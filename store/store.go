@@ -94,12 +94,12 @@ type DeleteOptions struct {
 }
 
 // Store is encrypted state under <root>/.cairn-state/ of a backend. A Store
-// is a cheap view: [Store.WithFence] returns a new view over the same
+// is a cheap view: a fenced view (lock.Lock.Fence) is a new view over the same
 // objects. It is safe for concurrent use.
 type Store struct {
 	c        *core
 	internal bool
-	fences   []Fence
+	fences   []storehook.Fence
 	memo     *versionMemo // what the fenced views know of versions (write.go)
 }
 

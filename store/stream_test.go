@@ -34,7 +34,7 @@ func TestPutReaderGetReader_InteroperateWithPutAndGet(t *testing.T) {
 		keys := keysOf(testkit.Identity(t))
 		keys.Recipients = append(keys.Recipients, testkit.Identity(t).Recipient())
 		st := mustConnect(t, b, keys, true)
-		fenced := st.WithFence(&switchFence{epoch: 4})
+		fenced := storeadmin.WithFence(st, &switchFence{epoch: 4})
 		for i, size := range []int{0, 1000, 3<<20 + 7} {
 			val := randomValue(uint64(i), size)
 			info, err := fenced.PutReader(ctx, "big", bytes.NewReader(val), store.PutOptions{})
@@ -153,7 +153,7 @@ func TestPutReader_LimitConditionsAndUploads(t *testing.T) {
 		if _, err := storeadmin.PutUpload(ctx, st, u, store.PutOptions{}); err == nil {
 			t.Error("an Upload was written twice")
 		}
-		fenced := st.WithFence(&switchFence{err: errors.New("lease lost")})
+		fenced := storeadmin.WithFence(st, &switchFence{err: errors.New("lease lost")})
 		u2, err := storeadmin.Prepare(ctx, st, "u", bytes.NewReader([]byte("fenced")))
 		if err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ func TestFencedWrite_RequestsPerWrite(t *testing.T) {
 	if _, err := base.Put(ctx, "read", []byte("v0"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	fenced := base.WithFence(&switchFence{})
+	fenced := storeadmin.WithFence(base, &switchFence{})
 	step := func(what string, want fault.Counts, op func() error) {
 		t.Helper()
 		f.ResetCounts()
@@ -77,7 +77,7 @@ func TestFencedWrite_ConditionalOnTheKnownVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fenced := base.WithFence(&switchFence{})
+	fenced := storeadmin.WithFence(base, &switchFence{})
 	if _, err := fenced.Put(ctx, "app", []byte("a1"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,7 @@ var (
 	keptVersions  = storehook.Func[func(*store.Store) int]("KeptVersions")
 	lastKept      = storehook.Func[func(*store.Store, context.Context, string) (store.VersionID, bool, error)]("LastKept")
 	root          = storehook.Func[func(*store.Store) string]("Root")
+	withFence     = storehook.Func[func(*store.Store, storehook.Fence) *store.Store]("WithFence")
 	open          = storehook.Func[func(backend.Backend, storehook.Sealer, store.Options) (*store.Store, error)]("Open")
 	idOf          = storehook.Func[func(envelope.Stamp) store.VersionID]("IDOf")
 	storeIDTime   = storehook.Func[func(envelope.StoreID) (time.Time, bool)]("StoreIDTime")
@@ -181,3 +182,37 @@ func KeptVersions(s *store.Store) int { return keptVersions(s) }
 func LastKept(ctx context.Context, s *store.Store, name string) (id store.VersionID, ok bool, err error) {
 	return lastKept(s, ctx, name)
 }
+
+// Fence, Holder and HolderInfo are how a store is fenced: what a fence
+// reports and admits, and who holds it (storehook documents each).
+type (
+	Fence      = storehook.Fence
+	Holder     = storehook.Holder
+	HolderInfo = storehook.HolderInfo
+)
+
+// WithFence returns a view of s whose writes (Put, Delete, Update and
+// the JSON helpers) fail with an error wrapping store.ErrFenced and f.Err()
+// once f.Err() is non-nil. Reads are unaffected. Fences accumulate: a view
+// of a fenced view checks both. A nil f returns s itself. Package lock
+// fences a store with its lock this way (lock.Lock.Fence).
+//
+// Each write checks the fence before sealing, is admitted by it (Enter)
+// right before its request, and runs under a context deadline at
+// f.Deadline() (the end of the lock's lease), so a write cannot be sent,
+// or retried, after the lock may have passed to another instance; a write
+// cut off by the deadline fails with store.ErrFenced and an error that
+// says it may still have landed.
+//
+// On storage with conditional writes every write of a fenced view is
+// conditional on the object's version as the view knows it (docs/adr/0026):
+// the version it last read, listed or wrote through a view fenced by the
+// same fences, absent when it read it absent, and a stat before the write
+// when it knows nothing. A write that the server applies late, after
+// another holder wrote the object, then fails instead of replacing the
+// other's value. Writes that carry conditions of their own keep them. On
+// storage without conditions (Garage) a request the server applies after
+// the client cut it off is the one thing the fence cannot recall
+// (docs/lock.md gives the window). The lock itself writes through the
+// unfenced store it was given.
+func WithFence(s *store.Store, f Fence) *store.Store { return withFence(s, f) }

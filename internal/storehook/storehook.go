@@ -2,8 +2,9 @@
 // ones cairn-state's own packages (lock, migrate, boot, rekey, the CLI)
 // run and an application never does — from package store, which registers
 // them when it is initialised, to [github.com/cairnhq/state/internal/storeadmin],
-// which gives them their types. It exists because store cannot import a
-// package that names *store.Store (docs/adr/0050).
+// which gives them their types, and the fence a store's writes go through
+// ([Fence], which package lock implements). It exists because store cannot
+// import a package that names *store.Store (docs/adr/0050).
 package storehook
 
 import (
@@ -69,4 +70,49 @@ type Upload interface {
 	Plaintext() int64
 	// Close releases the temporary file.
 	Close() error
+}
+
+// Fence reports whether writes are still allowed, and until when, and
+// admits each write so that its holder can wait for the writes in flight
+// before it lets another holder in: what package lock gives a store it
+// fences (lock.Lock.Fence), moved here from package store (docs/adr/0062).
+type Fence interface {
+	// Err returns nil while the holder may write, and an error saying why
+	// once it may not (for example, the instance lock was lost).
+	Err() error
+	// Deadline returns when the holder's current permission to write ends,
+	// on this process's clock; ok is false when it has no end. A write sent
+	// now must be over by then.
+	Deadline() (deadline time.Time, ok bool)
+	// Enter admits one write: it fails with Err's error when writes are
+	// not allowed, and otherwise returns done, which the store calls
+	// exactly once when the write's requests have ended (answered, failed
+	// or cut off). A fence that is being closed (lock.Lock.Release) admits
+	// nothing more and waits for every admitted write's done.
+	Enter() (done func(), err error)
+	// NextWrite returns the holder's fencing epoch and the next number of
+	// its write sequence: every call returns a higher sequence number than
+	// every earlier call for the same epoch, whichever store view asks.
+	// The store seals both into the object it writes (docs/adr/0030).
+	NextWrite() (epoch, sequence uint64)
+}
+
+// HolderInfo says who held the lock in one epoch: what a writer record
+// keeps, and what store.Store.History shows as a version's instance.
+type HolderInfo struct {
+	Instance string
+	Hostname string
+	PID      int
+	Epoch    uint64
+	Acquired time.Time
+}
+
+// Holder is a [Fence] that can say who holds it; the lock's fence is
+// one. A fenced view whose fence is a Holder writes one writer record per epoch
+// into history, so that store.Store.History can name the instance of each
+// version; the header of an object names none (the storage operator would
+// read it).
+type Holder interface {
+	Fence
+	Holder() HolderInfo
 }
