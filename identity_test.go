@@ -40,7 +40,7 @@ func TestOpen_IdentityNotOfThisStore_RefusedAtTheStoreStage_NothingWrittenLockUn
 
 	_, err := state.Open(ctx, state.Config{Backend: b, Identities: []age.Identity{stranger}, InstanceID: "pod-b", Logger: quiet()})
 	var oe *state.OpenError
-	var nm *store.NotMemberError
+	var nm *storemeta.NotMemberError
 	if !errors.As(err, &oe) || oe.Stage != state.StageStore || !errors.Is(err, store.ErrNotMember) || !errors.As(err, &nm) {
 		t.Fatalf("Open with a stranger's key = %v, want a NotMemberError at the store stage", err)
 	}

@@ -76,7 +76,7 @@ type Instance struct {
 // taken releases it before Open returns. The store stage reads the store's
 // manifest before the lock is touched, and nothing is written when it
 // fails: an identity that does not belong to the store fails with an
-// error matching store.ErrNotMember (a *store.NotMemberError), a store
+// error matching store.ErrNotMember (naming the store), a store
 // other than Config.StoreID with store.ErrWrongStore, a damaged manifest
 // with store.ErrBadManifest, a missing one (other objects present) with
 // store.ErrManifestMissing. Where there is no store at all, Open creates

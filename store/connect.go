@@ -55,13 +55,13 @@ type ConnectOptions struct {
 	Create bool
 	// New makes the connection create a new store and nothing else (it
 	// implies Create): a store already at the location, or created there
-	// by another process first, fails with a [*StoreExistsError]
-	// ([ErrStoreExists]). For `cairn-state init`.
+	// by another process first, fails with [ErrStoreExists]. For
+	// `cairn-state init`.
 	New bool
 	// StoreID, when not zero, pins the store: a manifest that names
-	// another store id fails with a [*WrongStoreError] before anything
-	// else is read, opened or written, and no store is created (a
-	// location without one fails with [ErrNoStore]).
+	// another store id fails with [ErrWrongStore] before anything else
+	// is read, opened or written, and no store is created (a location
+	// without one fails with [ErrNoStore]).
 	StoreID envelope.StoreID
 	// RequireConfiguredRecipients refuses, with [ErrUnlistedRecipient], a
 	// store whose recipient set holds a recipient that Keys do not name
@@ -87,13 +87,12 @@ const lockPrefix = ".lock"
 // told the capabilities the manifest records (driver.AdoptCapabilities),
 // so the storage is not probed again. It never touches the lock.
 //
-// Errors: a [*WrongStoreError] ([ErrWrongStore]) for a store other than
-// opts.StoreID; a [*NotMemberError] ([ErrNotMember]) when no identity
-// opens the manifest — nothing is written; a [*ManifestError]
-// ([ErrBadManifest]) when the manifest is garbage or tampered, or
-// ([ErrManifestMissing]) missing while other objects are there — it is
-// neither re-created nor overwritten; a [*NoStoreError] ([ErrNoStore])
-// where there is no store and none may be created;
+// Errors: [ErrWrongStore] for a store other than opts.StoreID;
+// [ErrNotMember] when no identity opens the manifest — nothing is
+// written; [ErrBadManifest] when the manifest is garbage or tampered, or
+// [ErrManifestMissing] when it is missing while other objects are there —
+// it is neither re-created nor overwritten; [ErrNoStore] where there is no
+// store and none may be created;
 // [ErrUnlistedRecipient]; backend.ErrCapabilityMismatch when the backend
 // is configured for another lock mode than the store's; the backend's
 // error when the storage fails; [ErrInvalidIdentity] and
@@ -142,7 +141,7 @@ func (s *Store) connectOnce(ctx context.Context, keys Keys, o *ConnectOptions) (
 		return s.connectExisting(ctx, keys, o, sealed, obj)
 	case errors.Is(err, ErrNotFound):
 	case errors.Is(err, ErrUnreadable):
-		return nil, &ManifestError{Key: key, Location: o.Location, Err: err}
+		return nil, &storemeta.ManifestError{Key: key, Location: o.Location, Err: err}
 	default:
 		return nil, fmt.Errorf("store: connect: reading the manifest: %w", err)
 	}
@@ -152,12 +151,12 @@ func (s *Store) connectOnce(ctx context.Context, keys Keys, o *ConnectOptions) (
 		return nil, err
 	}
 	if !o.Create || !o.StoreID.IsZero() {
-		return nil, &NoStoreError{Location: o.Location, Pinned: o.StoreID}
+		return nil, &storemeta.NoStoreError{Location: o.Location, Pinned: o.StoreID}
 	}
 	return s.create(ctx, keys)
 }
 
-// checkEmpty fails with a *ManifestError (ErrManifestMissing) when
+// checkEmpty fails with a *storemeta.ManifestError (ErrManifestMissing) when
 // objects other than the lock's are under the store's prefix while its
 // manifest is not: the manifest was removed. The lock's objects say
 // nothing: on a backend without conditional writes a new store's first
@@ -181,7 +180,7 @@ func (s *Store) checkEmpty(ctx context.Context, location string) error {
 	case storemeta.ManifestName:
 		return errCreatedMeanwhile
 	}
-	return &ManifestError{Key: s.manifestKey(), Location: location, Missing: true, Found: fmt.Sprintf("%q", found)}
+	return &storemeta.ManifestError{Key: s.manifestKey(), Location: location, Missing: true, Found: fmt.Sprintf("%q", found)}
 }
 
 // create makes a new store: a manifest with a fresh id, the configured
@@ -228,7 +227,7 @@ func (s *Store) create(ctx context.Context, keys Keys) (*Store, error) {
 // connectExisting opens the manifest read from storage.
 func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOptions, sealed []byte, obj backend.Object) (*Store, error) {
 	key := s.manifestKey()
-	bad := func(err error) error { return &ManifestError{Key: key, Location: o.Location, Err: err} }
+	bad := func(err error) error { return &storemeta.ManifestError{Key: key, Location: o.Location, Err: err} }
 	hdr, err := envelope.PeekHeader(storemeta.ManifestName, sealed)
 	if err != nil {
 		return nil, bad(err)
@@ -237,12 +236,12 @@ func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOption
 		return nil, bad(errors.New("it is bound to no store"))
 	}
 	if !o.StoreID.IsZero() && hdr.StoreID != o.StoreID {
-		e := &WrongStoreError{Key: key, Location: o.Location, Pinned: o.StoreID, Found: hdr.StoreID}
+		e := &storemeta.WrongStoreError{Key: key, Location: o.Location, Pinned: o.StoreID, Found: hdr.StoreID}
 		e.Created, _ = storeIDTime(hdr.StoreID)
 		return nil, e
 	}
 	if o.New {
-		return nil, &StoreExistsError{Location: o.Location, Found: hdr.StoreID}
+		return nil, &storemeta.StoreExistsError{Location: o.Location, Found: hdr.StoreID}
 	}
 	state := &manifestState{exists: true, version: obj.Version}
 	if len(keys.Identities) == 0 {
@@ -263,7 +262,7 @@ func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOption
 	plain, err := open.Open(storemeta.ManifestName, sealed)
 	switch {
 	case errors.Is(err, envelope.ErrNoMatchingIdentity), errors.Is(err, envelope.ErrUnauthenticated):
-		e := &NotMemberError{Key: key, StoreID: hdr.StoreID, Recipients: hdr.AgeRecipients, Err: err}
+		e := &storemeta.NotMemberError{Key: key, StoreID: hdr.StoreID, Recipients: hdr.AgeRecipients, Err: err}
 		e.Created, _ = storeIDTime(hdr.StoreID)
 		return nil, e
 	case err != nil:
@@ -671,7 +670,7 @@ func (ss *storeSealer) opener(name string) (*envelope.Envelope, error) {
 // manifest's: the manifest was rolled back.
 func (ss *storeSealer) checkStamp(name string, opened envelope.Opened) error {
 	if gen := ss.generation(); ss.has && opened.Stamp.Generation > gen {
-		return &RolledBackError{Name: name, Object: opened.Stamp.Generation, Manifest: gen}
+		return &storemeta.RolledBackError{Name: name, Object: opened.Stamp.Generation, Manifest: gen}
 	}
 	return nil
 }

@@ -99,7 +99,7 @@ func TestConnect_WrongKey_NotMemberWithTheStoresFacts_NothingWritten(t *testing.
 		t.Run(c.name, func(t *testing.T) {
 			for _, create := range []bool{false, true} {
 				_, err := connect(t, b, c.keys, create)
-				var nm *store.NotMemberError
+				var nm *storemeta.NotMemberError
 				if !errors.Is(err, store.ErrNotMember) || !errors.As(err, &nm) || !errors.Is(err, c.want) {
 					t.Fatalf("Connect = %v, want a NotMemberError wrapping %v", err, c.want)
 				}
@@ -155,7 +155,7 @@ func TestConnect_GarbageManifest_ClearErrorNamingIt_NeitherRecreatedNorOverwritt
 			snap := testkit.Snapshot(t, b)
 			for _, create := range []bool{false, true} {
 				_, err := connect(t, b, keysOf(id), create)
-				var me *store.ManifestError
+				var me *storemeta.ManifestError
 				if !errors.Is(err, store.ErrBadManifest) || !errors.As(err, &me) {
 					t.Fatalf("Connect = %v, want a ManifestError", err)
 				}

@@ -6,9 +6,13 @@
 // objects at <root>/.cairn-state/<name>. Every value is sealed with age
 // before it leaves the process and bound to its name, so the storage
 // operator sees no value and an object copied to another name does not
-// open. Names are checked before any storage is touched ([NameError]);
-// names starting with '.' are cairn-state's own (the manifest, the lock,
-// the migration log).
+// open. A name is UTF-8 of at most [MaxNameLen] bytes, made of
+// '/'-separated segments, none of them empty, "." or "..", with no control
+// character and no backslash; one that looks like a secret (an age
+// identity, a private key) is refused, since names are stored in the
+// clear. Names are checked before any storage is touched
+// ([ErrInvalidName]); names starting with '.' are cairn-state's own (the
+// manifest, the lock, the migration log: [ErrReservedName]).
 //
 // [Connect] opens a store: it reads the store's manifest
 // (<root>/.cairn-state/.store: its id, recipients, generation, lock mode)

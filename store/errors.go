@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/storemeta"
 )
 
 // The store's errors. Every error the store returns names the state object
@@ -22,12 +23,13 @@ var (
 	ErrUnsupported = backend.ErrUnsupported
 
 	// ErrInvalidName means a state name was refused before any storage was
-	// touched (see [NameError]).
-	ErrInvalidName = errors.New("invalid state name")
+	// touched; the error says why (see [MaxNameLen] and the package doc
+	// for what a name may be).
+	ErrInvalidName = storemeta.ErrInvalidName
 	// ErrReservedName means a name starting with '.' was used through a
 	// view other than cairn-state's own. Such errors also match
 	// ErrInvalidName.
-	ErrReservedName = errors.New("state name is reserved for cairn-state's own objects")
+	ErrReservedName = storemeta.ErrReservedName
 	// ErrInvalidRoot means Options.Root is not a usable root prefix.
 	ErrInvalidRoot = errors.New("invalid root prefix")
 	// ErrUnreadable means the object exists but cannot be opened: it is

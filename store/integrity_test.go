@@ -70,7 +70,7 @@ func TestConnect_ManifestDeleted_RefusedOnEveryPath_NothingCreated(t *testing.T)
 				} {
 					t.Run(c.name, func(t *testing.T) {
 						_, err := connect(t, b, c.keys, c.create)
-						var me *store.ManifestError
+						var me *storemeta.ManifestError
 						if !errors.Is(err, store.ErrManifestMissing) || !errors.As(err, &me) || !me.Missing {
 							t.Fatalf("Connect = %v, want a ManifestError saying it is missing", err)
 						}
@@ -128,7 +128,7 @@ func TestConnect_EmptyLocation_NoStoreUnlessCreating(t *testing.T) {
 	testkit.Local(t, func(t *testing.T, b backend.Backend) {
 		for _, k := range []store.Keys{keysOf(testkit.Identity(t)), {}} {
 			_, err := store.Connect(t.Context(), b, k, store.ConnectOptions{Location: "file:///srv/state", Options: store.Options{Logger: quiet()}})
-			var ns *store.NoStoreError
+			var ns *storemeta.NoStoreError
 			if !errors.Is(err, store.ErrNoStore) || !errors.As(err, &ns) || !strings.Contains(err.Error(), "file:///srv/state") || !strings.Contains(err.Error(), "cairn-state init") {
 				t.Fatalf("Connect on an empty location = %v, want a NoStoreError naming it and init", err)
 			}
@@ -169,7 +169,7 @@ func TestConnect_StoreSwappedForAnother_PinnedIdRefusesIt(t *testing.T) {
 		snap := testkit.Snapshot(t, prodB)
 		for _, create := range []bool{false, true} {
 			_, err := store.Connect(ctx, prodB, keysOf(id), store.ConnectOptions{Create: create, StoreID: pm.ID, Options: store.Options{Logger: quiet()}})
-			var ws *store.WrongStoreError
+			var ws *storemeta.WrongStoreError
 			if !errors.Is(err, store.ErrWrongStore) || !errors.As(err, &ws) || ws.Pinned != pm.ID || ws.Found != sm.ID {
 				t.Fatalf("pinned Connect to the swapped store = %v, want a WrongStoreError naming %s and %s", err, pm.ID, sm.ID)
 			}
@@ -284,7 +284,7 @@ func TestGet_ObjectNewerThanTheManifest_RefusedAsRolledBack(t *testing.T) {
 		back := mustConnect(t, b, keysOf(id), false)
 		check := func(what string, err error) {
 			t.Helper()
-			var rb *store.RolledBackError
+			var rb *storemeta.RolledBackError
 			if !errors.Is(err, store.ErrRolledBack) || !errors.As(err, &rb) || rb.Object != 4 || rb.Manifest != 1 || rb.Name != "token" {
 				t.Fatalf("%s = %v, want a RolledBackError (object 4, manifest 1)", what, err)
 			}

@@ -14,7 +14,7 @@ import (
 // order of names; the backend paginates internally. Reserved names
 // (starting with '.') are listed only by cairn-state's own view. List
 // stops at the first error fn returns and returns that error unchanged. An
-// invalid prefix fails with a *NameError.
+// invalid prefix fails with [ErrInvalidName].
 func (s *Store) List(ctx context.Context, prefix string, fn func(Info) error) (err error) {
 	var fnErr error
 	if m := s.c.metrics; m != nil {

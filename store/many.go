@@ -70,7 +70,7 @@ func (s *Store) GetMany(ctx context.Context, names []string, opts ManyOptions) (
 		}
 	}
 	if len(errs) > 0 {
-		return items, &ManyError{Errs: errs, Total: len(names)}
+		return items, &manyError{Errs: errs, Total: len(names)}
 	}
 	return items, nil
 }
@@ -99,16 +99,16 @@ func (s *Store) eachName(ctx context.Context, names []string, opts ManyOptions, 
 	wg.Wait()
 }
 
-// ManyError is GetMany's error when some objects could not be read. It
+// manyError is GetMany's error when some objects could not be read. It
 // unwraps to every item's error, so errors.Is(err, ErrNotFound) reports
 // whether any object was missing.
-type ManyError struct {
+type manyError struct {
 	Errs  []error // the failed items' errors, in the order of names
 	Total int     // how many objects were asked for
 }
 
 // Error counts the failures and shows the first few.
-func (e *ManyError) Error() string {
+func (e *manyError) Error() string {
 	const shown = 3
 	var b strings.Builder
 	fmt.Fprintf(&b, "store: get many: %d of %d objects failed: ", len(e.Errs), e.Total)
@@ -125,7 +125,7 @@ func (e *ManyError) Error() string {
 }
 
 // Unwrap returns the items' errors.
-func (e *ManyError) Unwrap() []error { return e.Errs }
+func (e *manyError) Unwrap() []error { return e.Errs }
 
 func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (it Item, release func()) {
 	if m := s.c.metrics; m != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/secret"
+	"github.com/cairnhq/state/internal/storemeta"
 )
 
 // MaxNameLen is the longest state name, in bytes. With the reserved prefix
@@ -18,38 +19,6 @@ const MaxNameLen = 512
 // maxRootLen is the longest root prefix, in bytes.
 const maxRootLen = backend.MaxKeyLen - MaxNameLen - len(Prefix) - 1
 
-// NameError is the error for a refused state name. It matches
-// [ErrInvalidName] with errors.Is, and also [ErrReservedName] when the name
-// is reserved.
-type NameError struct {
-	// Name is the refused name; empty when it looks like a secret, which
-	// is never repeated.
-	Name   string
-	Reason string // why, in words
-	// Reserved reports that the name is well formed but reserved for
-	// cairn-state's own objects (it starts with '.').
-	Reserved bool
-}
-
-// Error names the refused name (cut to 64 bytes, quoted with its control
-// characters escaped) and the reason.
-func (e *NameError) Error() string {
-	if e.Name == "" {
-		return "state name: " + e.Reason
-	}
-	shown := e.Name
-	if len(shown) > 64 {
-		shown = shown[:64] + "…"
-	}
-	return fmt.Sprintf("state name %q: %s", shown, e.Reason)
-}
-
-// Is makes errors.Is match ErrInvalidName, and ErrReservedName for
-// reserved names.
-func (e *NameError) Is(target error) bool {
-	return target == ErrInvalidName || (e.Reserved && target == ErrReservedName)
-}
-
 // checkAppName reports whether name is a valid state name for applications:
 // non-empty UTF-8 of at most MaxNameLen bytes, made of '/'-separated
 // segments, none of them empty, "." or "..", not starting with '/', with no
@@ -58,13 +27,13 @@ func (e *NameError) Is(target error) bool {
 // stored in the clear, so a secret pasted where a name belongs is refused,
 // and not repeated in the error), and not starting with '.' (those names
 // are reserved for cairn-state's own objects, such as the lock). The error
-// is a *NameError.
+// is a *storemeta.NameError.
 func checkAppName(name string) error {
 	return validateName(name, false)
 }
 
 func validateName(name string, internal bool) error {
-	bad := func(why string) error { return &NameError{Name: name, Reason: why} }
+	bad := func(why string) error { return &storemeta.NameError{Name: name, Reason: why} }
 	switch {
 	case name == "":
 		return bad("empty")
@@ -84,7 +53,7 @@ func validateName(name string, internal bool) error {
 		}
 	}
 	if kind := secret.Detect(name); kind != "" {
-		return &NameError{Reason: fmt.Sprintf("refused: it looks like %s; names are stored and listed in the clear, so a secret is never one (the name is not shown)", kind)}
+		return &storemeta.NameError{Reason: fmt.Sprintf("refused: it looks like %s; names are stored and listed in the clear, so a secret is never one (the name is not shown)", kind)}
 	}
 	for seg := range strings.SplitSeq(name, "/") {
 		switch seg {
@@ -95,7 +64,7 @@ func validateName(name string, internal bool) error {
 		}
 	}
 	if name[0] == '.' && !internal {
-		return &NameError{Name: name, Reason: "names starting with '.' are reserved for cairn-state's own objects", Reserved: true}
+		return &storemeta.NameError{Name: name, Reason: "names starting with '.' are reserved for cairn-state's own objects", Reserved: true}
 	}
 	return nil
 }
@@ -107,8 +76,8 @@ func validatePrefix(prefix string) error {
 		return nil
 	}
 	if err := validateName(prefix+"x", true); err != nil {
-		ne := err.(*NameError)
-		return &NameError{Name: prefix, Reason: "as a list prefix: " + ne.Reason}
+		ne := err.(*storemeta.NameError)
+		return &storemeta.NameError{Name: prefix, Reason: "as a list prefix: " + ne.Reason}
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/secret"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -35,7 +36,7 @@ func TestValidateName_ASecret_RefusedWithoutRepeatingIt(t *testing.T) {
 		"app/release-response-bright-wrist-olive-fever-thumb-glow-myth-copy",
 	} {
 		err := storeadmin.ValidateName(name)
-		var ne *store.NameError
+		var ne *storemeta.NameError
 		if !errors.As(err, &ne) || !errors.Is(err, store.ErrInvalidName) {
 			t.Fatalf("ValidateName(secret) = %v, want a *NameError", err)
 		}
@@ -67,7 +68,7 @@ func FuzzValidateName(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		err := storeadmin.ValidateName(name)
 		if err != nil {
-			var ne *store.NameError
+			var ne *storemeta.NameError
 			if !errors.As(err, &ne) || !errors.Is(err, store.ErrInvalidName) {
 				t.Fatalf("ValidateName(%q) = %v, want a *NameError matching ErrInvalidName", name, err)
 			}

@@ -13,37 +13,38 @@ import (
 // own history: an older genuine version of it was put back (from a
 // backup, an old copy, the bucket's versioning), or a deleted object came
 // back (ADR 0040 §9). [Store.Verify] always reports it; Get refuses it
-// under Options.RejectRollback. The error is a [*PutBackError].
+// under Options.RejectRollback. The error names the object, its version
+// and the newer one.
 var ErrPutBack = errors.New("object put back: older than a version kept in its history")
 
-// PutBackError names a put-back object, its version and the newer one
+// putBackError names a put-back object, its version and the newer one
 // its history keeps.
-type PutBackError struct {
+type putBackError struct {
 	Name    string
 	Current VersionID // the version the object holds
 	Newer   VersionID // the newest kept version (or tombstone) newer than it
 	Deleted bool      // Newer is a tombstone: the object was deleted after it
 }
 
-func (e *PutBackError) Error() string {
+func (e *putBackError) Error() string {
 	if e.Deleted {
 		return fmt.Sprintf("store: %q was put back: its version %s is older than its deletion (%s): it was deleted and has come back; cairn-state rm %s removes it again", e.Name, e.Current, e.Newer, e.Name)
 	}
 	return fmt.Sprintf("store: %q was put back: its version %s is older than kept version %s; cairn-state restore %s %s brings the newer one back", e.Name, e.Current, e.Newer, e.Name, e.Newer)
 }
 
-// Is makes a *PutBackError match ErrPutBack.
-func (e *PutBackError) Is(target error) bool { return target == ErrPutBack }
+// Is makes a *putBackError match ErrPutBack.
+func (e *putBackError) Is(target error) bool { return target == ErrPutBack }
 
 // putBack judges a current object of stamp cur against the newest
 // authenticated stamp its history holds (newest; deleted when that one
 // is a tombstone): nil when the object is not older. An object written
 // unfenced (epoch 0) cannot be ordered and is never reported.
-func putBack(name string, cur, newest VersionID, deleted bool) *PutBackError {
+func putBack(name string, cur, newest VersionID, deleted bool) *putBackError {
 	if cur.Epoch == 0 || newest.Compare(cur) <= 0 {
 		return nil
 	}
-	return &PutBackError{Name: name, Current: cur, Newer: newest, Deleted: deleted}
+	return &putBackError{Name: name, Current: cur, Newer: newest, Deleted: deleted}
 }
 
 // checkPutBack is Get's check under Options.RejectRollback: the history
@@ -92,7 +93,7 @@ func (s *Store) strictFor(name string) bool {
 }
 
 // judged runs read (a read and open of name) while name's history is
-// listed, then refuses what read returned with a *PutBackError when it
+// listed, then refuses what read returned with a *putBackError when it
 // is older than a version kept in that history: Options.RejectRollback's
 // check, for Get, GetMany and Update alike.
 func (s *Store) judged(ctx context.Context, name string, read func() (Info, error)) error {
@@ -119,7 +120,7 @@ func (s *Store) judged(ctx context.Context, name string, read func() (Info, erro
 
 // getStrict is Get under Options.RejectRollback: the object's history
 // is listed alongside its read, and an object older than a version kept
-// in it is refused with a *PutBackError.
+// in it is refused with a *putBackError.
 func (s *Store) getStrict(ctx context.Context, key, name string) ([]byte, Info, error) {
 	var (
 		data []byte

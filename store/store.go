@@ -69,7 +69,7 @@ type Options struct {
 	// NoHistory (any negative value) keeps none.
 	History int
 	// RejectRollback makes Get, GetReader, GetMany and Update refuse,
-	// with a *PutBackError (ErrPutBack), an object older than a version
+	// with [ErrPutBack], an object older than a version
 	// kept in its own history: an older genuine version put back (Update
 	// then calls no function and writes nothing). It costs a listing of
 	// the object's history alongside each read (docs/history.md).
@@ -187,7 +187,8 @@ func (s *Store) root() string { return s.c.root }
 // objects: "<root>/.cairn-state/", or ".cairn-state/" without a root.
 func (s *Store) keyPrefix() string { return s.c.prefix }
 
-// Key returns the backend key of the state object name, or a *NameError.
+// Key returns the backend key of the state object name, or a
+// *storemeta.NameError.
 func (s *Store) key(name string) (string, error) {
 	if err := validateName(name, s.internal); err != nil {
 		return "", err

@@ -62,9 +62,9 @@ func (s *Store) PutReader(ctx context.Context, name string, r io.Reader, opts Pu
 // (only the header, stamped with the write that sends it, is left for
 // putUpload to write): what can take long — a slow pipe — is done
 // before the caller takes the lock its write needs. It fails with a
-// *NameError, with ErrTooLarge as soon as the sealed value is over the
-// maximum object size, with an error wrapping r's when a read fails, and
-// with ctx's error once ctx is done (checked between reads). Through a
+// *storemeta.NameError, with ErrTooLarge as soon as the sealed value is
+// over the maximum object size, with an error wrapping r's when a read
+// fails, and with ctx's error once ctx is done (checked between reads). Through a
 // store opened with a Sealer other than a connected store's, the value is
 // read into memory and sealed by PutUpload.
 func (s *Store) prepare(ctx context.Context, name string, r io.Reader) (*upload, error) {

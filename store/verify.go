@@ -47,7 +47,7 @@ type Check struct {
 	// PutBack reports a current object older than a version (or a
 	// tombstone) kept in its own history, naming both: an older genuine
 	// version put back, or a deleted object come back (ErrPutBack).
-	PutBack *PutBackError
+	PutBack *putBackError
 }
 
 // Problem reports whether the check found anything to act on: the

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/secret"
 	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -413,7 +414,7 @@ func (a *app) fail(err error, code int) {
 		return
 	}
 	doc := errorDoc{Error: errorBody{Message: msg, Kind: kind, ExitCode: code}}
-	var nm *store.NotMemberError
+	var nm *storemeta.NotMemberError
 	if errors.As(err, &nm) {
 		doc.Error.Store = &notMemberDoc{StoreID: nm.StoreID.String(), Created: nm.Created, Recipients: nm.Recipients, Key: nm.Key}
 		if nm.StoreID.IsZero() {

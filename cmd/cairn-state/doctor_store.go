@@ -58,8 +58,8 @@ func (d *doctor) checkMembership(ctx context.Context) {
 	st, err := d.connect(ctx, d.keys)
 	mf := &manifestFacts{Object: store.Prefix + storemeta.ManifestName}
 	var (
-		notMember *store.NotMemberError
-		wrong     *store.WrongStoreError
+		notMember *storemeta.NotMemberError
+		wrong     *storemeta.WrongStoreError
 	)
 	switch {
 	case errors.As(err, &notMember):

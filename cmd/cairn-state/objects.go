@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -46,7 +47,7 @@ func runLs(ctx context.Context, a *app, args []string) error {
 	if len(pos) == 1 {
 		prefix = pos[0]
 		// A prefix is valid when a name could start with it.
-		var ne *store.NameError
+		var ne *storemeta.NameError
 		if err := storeadmin.ValidateName(prefix + "x"); errors.As(err, &ne) && !(*all && ne.Reserved) {
 			return usagef("ls: prefix %q: no state name can start with it: %s", prefix, ne.Reason)
 		}

@@ -57,7 +57,7 @@ func TestRun_OldManifestPutBackAfterTheRekey_Refused(t *testing.T) {
 			t.Fatalf("the old manifest = %+v", m)
 		}
 		_, _, err = back.Get(ctx, "db-password")
-		var rb *store.RolledBackError
+		var rb *storemeta.RolledBackError
 		if !errors.As(err, &rb) || rb.Object != 2 || rb.Manifest != 1 {
 			t.Fatalf("Get under the old manifest = %v, want a RolledBackError naming generations 2 and 1", err)
 		}

@@ -47,7 +47,7 @@ func RecordMigrationLog(ctx context.Context, s *store.Store) error {
 func ManifestWritten(s *store.Store) bool { return ops.ManifestWritten(s) }
 
 // Key returns the backend key of the state object name, or a
-// *store.NameError.
+// *storemeta.NameError.
 func Key(s *store.Store, name string) (string, error) { return ops.Key(s, name) }
 
 // KeyPrefix returns the backend key prefix under which s keeps its
@@ -90,7 +90,7 @@ type Upload = storehook.Upload
 // (only the header, stamped with the write that sends it, is left for
 // [PutUpload] to write): what can take long — a slow pipe — is done
 // before the caller takes the lock its write needs. It fails with a
-// *store.NameError, with store.ErrTooLarge as soon as the sealed value is
+// *storemeta.NameError, with store.ErrTooLarge as soon as the sealed value is
 // over the maximum object size, with an error wrapping r's when a read
 // fails, and with ctx's error once ctx is done (checked between reads).
 // Through a store opened with another Sealer ([Open]), the value is read
@@ -143,7 +143,7 @@ func IsHistoryRecord(internal string) bool { return isHistory(internal) }
 // segments, none of them empty, "." or "..", not starting with '/', with no
 // control character and no backslash, not looking like a secret, and not
 // starting with '.' (reserved for cairn-state's own objects). Every store
-// operation checks it; the error is a *store.NameError.
+// operation checks it; the error is a *storemeta.NameError.
 func ValidateName(name string) error { return validateName(name) }
 
 // Manifest returns the store's manifest, as read (or made) by
