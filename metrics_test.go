@@ -53,8 +53,8 @@ func TestOpen_MeterProvider_StoreAndLockReport(t *testing.T) {
 					}
 				case metricdata.Histogram[float64]:
 					for _, dp := range d.DataPoints {
-						op, _ := dp.Attributes.Value(store.AttrOperation)
-						res, _ := dp.Attributes.Value(store.AttrOutcome)
+						op, _ := dp.Attributes.Value(metricname.AttrOperation)
+						res, _ := dp.Attributes.Value(metricname.AttrOutcome)
 						out[m.Name+"/"+op.AsString()+"/"+res.AsString()] += int64(dp.Count)
 					}
 				}
@@ -67,11 +67,11 @@ func TestOpen_MeterProvider_StoreAndLockReport(t *testing.T) {
 		t.Errorf("lock metrics = %v, want held 1, epoch 1, one acquisition", got)
 	}
 	// The application's put, and the lock's own writes through the store.
-	if n := got[store.MetricOperationDuration+"/put/ok"]; n < 2 {
+	if n := got[metricname.StoreOperationDuration+"/put/ok"]; n < 2 {
 		t.Errorf("store puts = %d, want the application's and the lock's (%v)", n, got)
 	}
-	if got[store.MetricIO] <= 0 {
-		t.Errorf("store io = %d, want the sealed bytes written", got[store.MetricIO])
+	if got[metricname.StoreIO] <= 0 {
+		t.Errorf("store io = %d, want the sealed bytes written", got[metricname.StoreIO])
 	}
 	if err := inst.Close(ctx); err != nil {
 		t.Fatal(err)

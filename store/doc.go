@@ -30,12 +30,16 @@
 // last-writer-wins where it has not (Garage); there are no multi-object
 // transactions (docs/adr/0007-atomicity-and-the-config-state-line.md).
 // A store fenced with the instance lock (lock.Lock.Fence) refuses writes
-// once the lock is lost ([ErrFenced]). [PutJSON], [GetJSON] and [UpdateJSON] keep typed values
-// with a schema version; [Store.GetMany] reads many objects within a byte
-// budget; [Store.Verify] checks every object; [Guard] keeps the
-// application's own use of the bucket out of the reserved prefix. With
-// [Options].MeterProvider set, the store reports its operations through
-// OpenTelemetry ([MetricOperationDuration], [MetricIO]; docs/adr/0024).
+// once the lock is lost ([ErrFenced]). [PutJSON], [GetJSON] and
+// [UpdateJSON] keep typed values with a schema version; [Store.GetMany]
+// reads many objects within a byte budget; [Store.Verify] checks every
+// object; [Guard] keeps the application's own use of the bucket out of
+// the reserved prefix.
+//
+// Errors name the object and wrap one of the package's sentinels, a
+// backend sentinel or a context error, all reachable with errors.Is.
+//
+// # History
 //
 // Every write of an application name through a fenced view of a
 // connected store keeps the version it replaces, and a delete a tombstone,
@@ -45,6 +49,17 @@
 // reports a current object older than a version its history keeps
 // ([ErrPutBack]) (docs/history.md, docs/adr/0040 and 0042).
 //
-// Errors name the object and wrap one of the package's sentinels, a
-// backend sentinel or a context error, all reachable with errors.Is.
+// # Metrics
+//
+// With [Options].MeterProvider set, the store reports through
+// OpenTelemetry (docs/adr/0024), under the scope
+// "github.com/cairnhq/state/store": the histogram
+// cairn_state.store.operation.duration (seconds) of every operation by
+// cairn_state.operation (get, put, delete, list, update, stat;
+// history_keep and history_prune for a write's history) and
+// cairn_state.outcome (ok, not_found, precondition_failed, conflict,
+// fenced, unsupported, invalid_name, too_large, unreadable, permission,
+// canceled, timeout, error), and the counter cairn_state.store.io (bytes)
+// of sealed bytes by cairn_state.io.direction (read, write). No object
+// name, value or key is ever recorded.
 package store

@@ -10,39 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
-)
-
-// The store's instruments (docs/adr/0024), created on the MeterProvider of
-// Options when it is set.
-const (
-	// MetricOperationDuration is a histogram (unit s) of the store's
-	// operations by kind (AttrOperation) and outcome (AttrOutcome); its
-	// count is the number of operations.
-	MetricOperationDuration = "cairn_state.store.operation.duration"
-	// MetricIO is a counter (unit By) of sealed bytes moved to and from
-	// the storage by direction (AttrIODirection): the bytes of objects
-	// read, whether or not they opened, and of objects written.
-	MetricIO = "cairn_state.store.io"
-)
-
-// The attributes of the store's instruments. Their values are the fixed,
-// short lists below: no object name, value or key is ever recorded.
-const (
-	// AttrOperation is the store method: get, put, delete, list, update
-	// or stat. GetMany counts a get per object, the JSON helpers count as
-	// the method they call. A write that keeps history also counts its
-	// parts of its own: history_keep for each version it keeps (a copy or
-	// a put of the written bytes, and the keep of a version found not
-	// kept yet), history_prune for each entry it prunes beyond the
-	// retention (docs/adr/0060).
-	AttrOperation = "cairn_state.operation"
-	// AttrOutcome is how the operation ended: ok, not_found,
-	// precondition_failed, conflict, fenced, unsupported, invalid_name,
-	// too_large, unreadable, permission, canceled, timeout or error (see
-	// docs/adr/0024 for which error gives which).
-	AttrOutcome = "cairn_state.outcome"
-	// AttrIODirection is read or write.
-	AttrIODirection = "cairn_state.io.direction"
+	"github.com/cairnhq/state/internal/metricname"
 )
 
 // meterName is the instrumentation scope of the store's instruments.
@@ -157,27 +125,27 @@ func newStoreMetrics(mp metric.MeterProvider) (*storeMetrics, error) {
 	meter := mp.Meter(meterName)
 	m := &storeMetrics{}
 	var err error
-	m.duration, err = meter.Float64Histogram(MetricOperationDuration,
+	m.duration, err = meter.Float64Histogram(metricname.StoreOperationDuration,
 		metric.WithUnit("s"),
 		metric.WithDescription("Duration of the state store's operations, by operation and outcome."),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %s: %w", MetricOperationDuration, err)
+		return nil, fmt.Errorf("metrics: %s: %w", metricname.StoreOperationDuration, err)
 	}
-	m.io, err = meter.Int64Counter(MetricIO,
+	m.io, err = meter.Int64Counter(metricname.StoreIO,
 		metric.WithUnit("By"),
 		metric.WithDescription("Sealed bytes read from and written to the storage by the state store."))
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %s: %w", MetricIO, err)
+		return nil, fmt.Errorf("metrics: %s: %w", metricname.StoreIO, err)
 	}
 	for o := range numOps {
 		for r := range numOutcomes {
-			set := attribute.NewSet(attribute.String(AttrOperation, opNames[o]), attribute.String(AttrOutcome, outcomeNames[r]))
+			set := attribute.NewSet(attribute.String(metricname.AttrOperation, opNames[o]), attribute.String(metricname.AttrOutcome, outcomeNames[r]))
 			m.durOpts[o][r] = []metric.RecordOption{metric.WithAttributeSet(set)}
 		}
 	}
 	for d, name := range [numDirections]string{"read", "write"} {
-		m.ioOpts[d] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(AttrIODirection, name)))}
+		m.ioOpts[d] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(metricname.AttrIODirection, name)))}
 	}
 	return m, nil
 }

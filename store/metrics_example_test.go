@@ -34,8 +34,8 @@ func ExampleOptions_meterProvider() {
 		if h, ok := m.Data.(metricdata.Histogram[float64]); ok {
 			fmt.Printf("%s (%s):\n", m.Name, m.Unit)
 			for _, dp := range h.DataPoints {
-				op, _ := dp.Attributes.Value(store.AttrOperation)
-				outcome, _ := dp.Attributes.Value(store.AttrOutcome)
+				op, _ := dp.Attributes.Value("cairn_state.operation")
+				outcome, _ := dp.Attributes.Value("cairn_state.outcome")
 				fmt.Printf("  %s %s: %d\n", op.AsString(), outcome.AsString(), dp.Count)
 			}
 		}

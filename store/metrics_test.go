@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/fault"
+	"github.com/cairnhq/state/internal/metricname"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
@@ -80,7 +81,7 @@ func attrsKey(set attribute.Set) string {
 func opCounts(t testing.TB, rm metricdata.ResourceMetrics) map[string]uint64 {
 	t.Helper()
 	out := map[string]uint64{}
-	m, ok := findMetric(t, rm, store.MetricOperationDuration)
+	m, ok := findMetric(t, rm, metricname.StoreOperationDuration)
 	if !ok {
 		return out
 	}
@@ -89,8 +90,8 @@ func opCounts(t testing.TB, rm metricdata.ResourceMetrics) map[string]uint64 {
 		t.Fatalf("%s is a %T, want a float64 histogram", m.Name, m.Data)
 	}
 	for _, dp := range h.DataPoints {
-		op, _ := dp.Attributes.Value(store.AttrOperation)
-		res, _ := dp.Attributes.Value(store.AttrOutcome)
+		op, _ := dp.Attributes.Value(metricname.AttrOperation)
+		res, _ := dp.Attributes.Value(metricname.AttrOutcome)
 		out[op.AsString()+"/"+res.AsString()] += dp.Count
 	}
 	return out
@@ -100,7 +101,7 @@ func opCounts(t testing.TB, rm metricdata.ResourceMetrics) map[string]uint64 {
 func ioBytes(t testing.TB, rm metricdata.ResourceMetrics) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
-	m, ok := findMetric(t, rm, store.MetricIO)
+	m, ok := findMetric(t, rm, metricname.StoreIO)
 	if !ok {
 		return out
 	}
@@ -109,7 +110,7 @@ func ioBytes(t testing.TB, rm metricdata.ResourceMetrics) map[string]int64 {
 		t.Fatalf("%s is a %T (monotonic %v), want a monotonic int64 sum", m.Name, m.Data, ok && s.IsMonotonic)
 	}
 	for _, dp := range s.DataPoints {
-		d, _ := dp.Attributes.Value(store.AttrIODirection)
+		d, _ := dp.Attributes.Value(metricname.AttrIODirection)
 		out[d.AsString()] += dp.Value
 	}
 	return out
@@ -284,7 +285,7 @@ func TestMetrics_SealedBytesReadAndWritten(t *testing.T) {
 	if want := 2 * a.Size; got["read"] != want {
 		t.Errorf("bytes read = %d, want %d (get + update's read of %d)", got["read"], want, a.Size)
 	}
-	mt, _ := findMetric(t, rm, store.MetricIO)
+	mt, _ := findMetric(t, rm, metricname.StoreIO)
 	if mt.Unit != "By" {
 		t.Errorf("%s unit = %q, want By", mt.Name, mt.Unit)
 	}
@@ -306,7 +307,7 @@ func TestMetrics_LatencyInSeconds(t *testing.T) {
 			t.Fatal(err)
 		}
 		rm := m.collect(t)
-		mt, ok := findMetric(t, rm, store.MetricOperationDuration)
+		mt, ok := findMetric(t, rm, metricname.StoreOperationDuration)
 		if !ok {
 			t.Fatal("no duration histogram")
 		}
@@ -345,7 +346,7 @@ func TestMetrics_AttributesBoundedNeverNames(t *testing.T) {
 	if dump := fmt.Sprintf("%+v", rm); strings.Contains(dump, "hunter2") {
 		t.Errorf("collected metrics mention the object's name or value:\n%s", dump)
 	}
-	allowed := map[attribute.Key]bool{store.AttrOperation: true, store.AttrOutcome: true, store.AttrIODirection: true}
+	allowed := map[attribute.Key]bool{metricname.AttrOperation: true, metricname.AttrOutcome: true, metricname.AttrIODirection: true}
 	n := 0
 	for _, sm := range rm.ScopeMetrics {
 		if sm.Scope.Name != "github.com/cairnhq/state/store" {
@@ -391,7 +392,7 @@ func (refusingMeter) Float64Histogram(string, ...metric.Float64HistogramOption) 
 
 func TestMetrics_ProviderRefusingInstruments_OpenFailsNamingIt(t *testing.T) {
 	_, err := storeadmin.Open(mem.New(mem.Options{}), testkit.Envelope(t), store.Options{MeterProvider: refusingProvider{}})
-	if err == nil || !strings.Contains(err.Error(), store.MetricOperationDuration) || !strings.Contains(err.Error(), "instrument refused") {
+	if err == nil || !strings.Contains(err.Error(), metricname.StoreOperationDuration) || !strings.Contains(err.Error(), "instrument refused") {
 		t.Fatalf("Open with a provider that refuses the histogram = %v, want an error naming it", err)
 	}
 }

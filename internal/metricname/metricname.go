@@ -1,8 +1,8 @@
 // Package metricname names the OpenTelemetry instruments and attributes
 // that cairn-state's packages create (docs/adr/0024), for those packages
-// and their tests. An application reads them as the strings
-// docs/lock.md and the package docs of lock and store give; they are not
-// part of the Go API (docs/adr/0062).
+// and their tests. An application reads them as the strings docs/lock.md
+// and the package docs of lock and store give; they are not part of the
+// Go API (docs/adr/0062).
 package metricname
 
 // The lock's instruments, created on lock.Options.MeterProvider when it is
@@ -38,9 +38,27 @@ const (
 	LockLosses = "cairn_state.lock.losses"
 )
 
-// The attributes of the instruments; their values are fixed, short lists.
+// The store's instruments, created on store.Options.MeterProvider when it
+// is set.
 const (
-	// AttrOutcome is how an operation ended. For the lock's acquisitions:
+	// StoreOperationDuration is a histogram (unit s) of the store's
+	// operations by kind (AttrOperation) and outcome (AttrOutcome); its
+	// count is the number of operations.
+	StoreOperationDuration = "cairn_state.store.operation.duration"
+	// StoreIO is a counter (unit By) of sealed bytes moved to and from the
+	// storage by direction (AttrIODirection): the bytes of objects read,
+	// whether or not they opened, and of objects written.
+	StoreIO = "cairn_state.store.io"
+)
+
+// The attributes of the instruments; their values are fixed, short lists:
+// no object name, value or key is ever recorded.
+const (
+	// AttrOutcome is how an operation ended. For the store's operations:
+	// ok, not_found, precondition_failed, conflict, fenced, unsupported,
+	// invalid_name, too_large, unreadable, permission, canceled, timeout
+	// or error (see docs/adr/0024 for which error gives which). For the
+	// lock's acquisitions:
 	// acquired; refused_held (a live instance holds the lock);
 	// refused_duplicate (a live process with our instance id holds it,
 	// lock.HeldError.Duplicate); refused_unreadable (a fresh lock this
@@ -55,4 +73,14 @@ const (
 	// no holder behind it: a lock break); lease_expired (no heartbeat
 	// could be confirmed before the stale window less its margin).
 	AttrLossReason = "cairn_state.lock.loss.reason"
+	// AttrOperation is the store method: get, put, delete, list, update
+	// or stat. GetMany counts a get per object, the JSON helpers count as
+	// the method they call. A write that keeps history also counts its
+	// parts of its own: history_keep for each version it keeps (a copy or
+	// a put of the written bytes, and the keep of a version found not
+	// kept yet), history_prune for each entry it prunes beyond the
+	// retention (docs/adr/0060).
+	AttrOperation = "cairn_state.operation"
+	// AttrIODirection is read or write.
+	AttrIODirection = "cairn_state.io.direction"
 )
