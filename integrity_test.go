@@ -181,7 +181,7 @@ func TestOpen_WritesStampedWithTheLocksEpochAndSequence(t *testing.T) {
 		t.Fatalf("epoch %d: the second boot should be at 2 at least", epoch)
 	}
 	st := connectT(t, b, id)
-	obj, err := storeadmin.Internal(st).GetObject(ctx, storemeta.LockName)
+	obj, err := storeadmin.GetObject(ctx, storeadmin.Internal(st), storemeta.LockName)
 	if err != nil {
 		t.Fatal(err)
 	}

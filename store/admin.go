@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -31,6 +32,16 @@ func init() {
 	storehook.Set("LastKept", (*Store).lastKept)
 	storehook.Set("Root", (*Store).root)
 	storehook.Set("WithFence", (*Store).withFence)
+	storehook.Set("GetObject", (*Store).getObjectNamed)
+	storehook.Set("Verify", (*Store).verify)
+	storehook.Set("HistoryUsage", (*Store).historyUsage)
+	storehook.Set("PutBackOf", func(err error) (current, newer VersionID, deleted, ok bool) {
+		var pb *putBackError
+		if !errors.As(err, &pb) {
+			return VersionID{}, VersionID{}, false, false
+		}
+		return pb.Current, pb.Newer, pb.Deleted, true
+	})
 	storehook.Set("Open", openStore)
 	storehook.Set("IDOf", idOf)
 	storehook.Set("StoreIDTime", storeIDTime)

@@ -32,9 +32,10 @@
 // A store fenced with the instance lock (lock.Lock.Fence) refuses writes
 // once the lock is lost ([ErrFenced]). [PutJSON], [GetJSON] and
 // [UpdateJSON] keep typed values with a schema version; [Store.GetMany]
-// reads many objects within a byte budget; [Store.Verify] checks every
-// object; [Guard] keeps the application's own use of the bucket out of
-// the reserved prefix.
+// reads many objects within a byte budget; [Guard] keeps the
+// application's own use of the bucket out of the reserved prefix.
+// `cairn-state verify` opens every object and reports each one that does
+// not open, and why.
 //
 // Errors name the object and wrap one of the package's sentinels, a
 // backend sentinel or a context error, all reachable with errors.Is.
@@ -44,10 +45,10 @@
 // Every write of an application name through a fenced view of a
 // connected store keeps the version it replaces, and a delete a tombstone,
 // under .cairn-state/.history/ ([Options].History versions a name):
-// [Store.History], [Store.GetVersion], [Store.Restore], [Store.Undelete],
-// [Store.ListDeleted] and [Store.HistoryUsage] read it, and [Store.Verify]
-// reports a current object older than a version its history keeps
-// ([ErrPutBack]) (docs/history.md, docs/adr/0040 and 0042).
+// [Store.History], [Store.GetVersion], [Store.Restore], [Store.Undelete]
+// and [Store.ListDeleted] read it, and `cairn-state verify` reports a
+// current object older than a version its history keeps ([ErrPutBack])
+// (docs/history.md, docs/adr/0040 and 0042).
 //
 // # Metrics
 //

@@ -143,15 +143,6 @@ type Deleted struct {
 	Last Version
 }
 
-// HistoryUsage is what history holds, from one listing: [Store.HistoryUsage].
-type HistoryUsage struct {
-	Names      int   // names with at least one kept version or tombstone
-	Versions   int   // kept versions
-	Tombstones int   // tombstones
-	Writers    int   // writer records
-	Bytes      int64 // the sealed bytes of all of them
-}
-
 // ErrNotDeleted is [Store.Undelete]'s error for a name that has a current
 // object: there is nothing to undelete (restore a version instead).
 var ErrNotDeleted = errors.New("the name is not deleted")
@@ -546,10 +537,11 @@ func (s *Store) ListDeleted(ctx context.Context, prefix string, fn func(Deleted)
 	return nil
 }
 
-// HistoryUsage counts what history holds, from one listing of
-// .cairn-state/.history/ (a page per 1,000 objects on S3).
-func (s *Store) HistoryUsage(ctx context.Context) (HistoryUsage, error) {
-	var u HistoryUsage
+// historyUsage is storeadmin.HistoryUsage: it counts what history holds,
+// from one listing of .cairn-state/.history/ (a page per 1,000 objects on
+// S3).
+func (s *Store) historyUsage(ctx context.Context) (storehook.HistoryUsage, error) {
+	var u storehook.HistoryUsage
 	names := map[string]bool{}
 	err := s.c.b.List(ctx, s.c.prefix+historyDir, func(o backend.Object) error {
 		u.Bytes += max(o.Size, 0)
@@ -571,7 +563,7 @@ func (s *Store) HistoryUsage(ctx context.Context) (HistoryUsage, error) {
 		return nil
 	})
 	if err != nil {
-		return HistoryUsage{}, fmt.Errorf("store: history usage: %w", err)
+		return storehook.HistoryUsage{}, fmt.Errorf("store: history usage: %w", err)
 	}
 	u.Names = len(names)
 	return u, nil

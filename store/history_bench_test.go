@@ -202,7 +202,7 @@ func TestHistory_StorageOverhead(t *testing.T) {
 		}
 		live += info.Size
 	}
-	u, err := st.HistoryUsage(ctx)
+	u, err := storeadmin.HistoryUsageOf(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -269,7 +269,7 @@ func testOverwriteKeepsEveryVersion(t *testing.T, b backend.Backend) {
 func verifyClean(t *testing.T, st *store.Store) {
 	t.Helper()
 	n := 0
-	err := st.Verify(t.Context(), store.VerifyOptions{}, func(c store.Check) error {
+	err := storeadmin.Verify(t.Context(), st, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error {
 		n++
 		if c.Problem() {
 			t.Errorf("verify: %s: %v", c.Name, c.Err)
@@ -514,8 +514,8 @@ func testNotVersioned(t *testing.T, b backend.Backend) {
 			t.Errorf("kept %s: nothing here keeps history", key)
 		}
 	}
-	u, err := st.HistoryUsage(ctx)
-	if err != nil || u != (store.HistoryUsage{}) {
+	u, err := storeadmin.HistoryUsageOf(ctx, st)
+	if err != nil || u != (storeadmin.HistoryUsage{}) {
 		t.Errorf("HistoryUsage = %+v, %v, want none", u, err)
 	}
 	// A later fenced write of the unfenced name keeps what it replaces
@@ -531,17 +531,17 @@ func testNotVersioned(t *testing.T, b backend.Backend) {
 	if data, _, err := st.GetVersion(ctx, "plain", vs[1].ID); err != nil || string(data) != "2" {
 		t.Errorf("the unfenced version = %q, %v", data, err)
 	}
-	u, err = st.HistoryUsage(ctx)
+	u, err = storeadmin.HistoryUsageOf(ctx, st)
 	if err != nil || u.Names != 1 || u.Versions != 2 || u.Writers != 1 || u.Bytes <= 0 {
 		t.Errorf("HistoryUsage = %+v, %v", u, err)
 	}
 }
 
 // verifyChecks runs Verify and returns its checks by name.
-func verifyChecks(t *testing.T, st *store.Store) map[string]store.Check {
+func verifyChecks(t *testing.T, st *store.Store) map[string]storeadmin.Check {
 	t.Helper()
-	out := map[string]store.Check{}
-	if err := st.Verify(t.Context(), store.VerifyOptions{}, func(c store.Check) error { out[c.Name] = c; return nil }); err != nil {
+	out := map[string]storeadmin.Check{}
+	if err := storeadmin.Verify(t.Context(), st, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error { out[c.Name] = c; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -584,7 +584,8 @@ func testPutBackPrevious(t *testing.T, b backend.Backend) {
 		t.Fatalf("Get = %q, %v", data, err)
 	}
 	c := verifyChecks(t, st)["app/key"]
-	if c.PutBack == nil || c.PutBack.Current != storeadmin.IDOf(old.Stamp) || c.PutBack.Newer != storeadmin.IDOf(cur.Stamp) || c.PutBack.Deleted || !c.Problem() {
+	current, newer, deleted, ok := storeadmin.PutBackOf(c.PutBack)
+	if !ok || current != storeadmin.IDOf(old.Stamp) || newer != storeadmin.IDOf(cur.Stamp) || deleted || !c.Problem() || !errors.Is(c.PutBack, store.ErrPutBack) {
 		t.Fatalf("verify of the put-back object = %+v, want PutBack naming %s and %s", c.PutBack, storeadmin.IDOf(old.Stamp), storeadmin.IDOf(cur.Stamp))
 	}
 	if msg := c.PutBack.Error(); !strings.Contains(msg, "restore app/key "+storeadmin.IDOf(cur.Stamp).String()) {
@@ -618,7 +619,7 @@ func testPutBackDeleted(t *testing.T, b backend.Backend) {
 		t.Fatal(err)
 	}
 	c := verifyChecks(t, st)["app/revoked"]
-	if c.PutBack == nil || !c.PutBack.Deleted {
+	if _, _, deleted, ok := storeadmin.PutBackOf(c.PutBack); !ok || !deleted {
 		t.Fatalf("verify of a deleted object brought back = %+v", c.PutBack)
 	}
 	if _, _, err := strictStore(t, b, k).Get(ctx, "app/revoked"); !errors.Is(err, store.ErrPutBack) {

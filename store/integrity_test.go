@@ -234,7 +234,7 @@ func TestPut_StampsGenerationEpochAndSequence_ReportedOnEveryReadPath(t *testing
 		if _, got, err := st.Get(ctx, "n0"); err != nil || got.Stamp != written.Stamp {
 			t.Errorf("Get's stamp %+v, %v; want %+v", got.Stamp, err, written.Stamp)
 		}
-		if obj, err := st.GetObject(ctx, "n0"); err != nil || obj.Info.Stamp != written.Stamp || obj.Opened.Stamp != written.Stamp {
+		if obj, err := storeadmin.GetObject(ctx, st, "n0"); err != nil || obj.Info.Stamp != written.Stamp || obj.Opened.Stamp != written.Stamp {
 			t.Errorf("GetObject's stamp %+v / %+v, %v", obj.Info.Stamp, obj.Opened.Stamp, err)
 		}
 		if items, err := st.GetMany(ctx, []string{"n0"}, store.ManyOptions{}); err != nil || items[0].Info.Stamp != written.Stamp {
@@ -245,7 +245,7 @@ func TestPut_StampsGenerationEpochAndSequence_ReportedOnEveryReadPath(t *testing
 		if err != nil || unfenced.Stamp != (envelope.Stamp{Generation: 1}) {
 			t.Errorf("an unfenced write stamped %+v, %v", unfenced.Stamp, err)
 		}
-		if err := st.Verify(ctx, store.VerifyOptions{}, func(c store.Check) error {
+		if err := storeadmin.Verify(ctx, st, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error {
 			if c.Err != nil || c.Info.Stamp.Generation != 1 || c.Info.Stamp != c.Opened.Stamp {
 				return fmt.Errorf("verify of %s: %+v", c.Name, c)
 			}
@@ -296,12 +296,12 @@ func TestGet_ObjectNewerThanTheManifest_RefusedAsRolledBack(t *testing.T) {
 		}
 		_, _, err = back.Get(ctx, "token")
 		check("Get", err)
-		_, err = back.GetObject(ctx, "token")
+		_, err = storeadmin.GetObject(ctx, back, "token")
 		check("GetObject", err)
 		items, _ := back.GetMany(ctx, []string{"token"}, store.ManyOptions{})
 		check("GetMany", items[0].Err)
 		found := false
-		if err := back.Verify(ctx, store.VerifyOptions{}, func(c store.Check) error {
+		if err := storeadmin.Verify(ctx, back, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error {
 			if c.Name == "token" {
 				found = true
 				check("Verify", c.Err)

@@ -6,33 +6,22 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storehook"
 )
 
-// Object is one object as [Store.GetObject] read and opened it.
-type Object struct {
-	// Data is the opened value.
-	Data []byte
-	// Sealed are the stored bytes.
-	Sealed []byte
-	// Info describes the stored object.
-	Info Info
-	// Opened is what the envelope learnt while opening it (store id,
-	// stamp, whether it was sealed to the store's recipient set, whether
-	// it was opened through a recovery identity). It is zero for a store
-	// opened with a Sealer other than a connected store's.
-	Opened envelope.Opened
-}
+// object is one object read whole and opened (storeadmin.GetObject).
+type object = storehook.Object[Info]
 
-// GetObject reads and opens one object as Get does, and also returns its
-// sealed bytes and what the envelope learnt about it: what verify and
-// rekey need. Its errors are Get's.
-func (s *Store) GetObject(ctx context.Context, name string) (_ Object, err error) {
+// getObjectNamed is storeadmin.GetObject: it reads and opens one object
+// as Get does, and also returns its sealed bytes and what the envelope
+// learnt about it. Its errors are Get's.
+func (s *Store) getObjectNamed(ctx context.Context, name string) (_ object, err error) {
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opGet, time.Now(), &err)
 	}
 	key, err := s.key(name)
 	if err != nil {
-		return Object{}, fmt.Errorf("store: get: %w", err)
+		return object{}, fmt.Errorf("store: get: %w", err)
 	}
 	return s.getObject(ctx, key, name, nil)
 }
@@ -40,19 +29,19 @@ func (s *Store) GetObject(ctx context.Context, name string) (_ Object, err error
 // getObject reads key within budget (nil: unbounded) and opens it. The
 // budget is given back before it returns: the caller keeps the sealed
 // bytes only as long as it handles them.
-func (s *Store) getObject(ctx context.Context, key, name string, budget *byteBudget) (Object, error) {
+func (s *Store) getObject(ctx context.Context, key, name string, budget *byteBudget) (object, error) {
 	sealed, obj, release, err := s.readWithin(ctx, key, name, budget)
 	defer release()
 	if err != nil {
-		return Object{}, err
+		return object{}, err
 	}
 	plain, opened, err := s.open(name, sealed)
 	if err != nil {
-		return Object{}, err
+		return object{}, err
 	}
 	info := s.info(name, obj)
 	info.Stamp = opened.Stamp
-	return Object{Data: plain, Sealed: sealed, Info: info, Opened: opened}, nil
+	return object{Data: plain, Sealed: sealed, Info: info, Opened: opened}, nil
 }
 
 // open opens the sealed bytes of name with the store's sealer, with what

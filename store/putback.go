@@ -12,9 +12,9 @@ import (
 // ErrPutBack means a current object is older than a version kept in its
 // own history: an older genuine version of it was put back (from a
 // backup, an old copy, the bucket's versioning), or a deleted object came
-// back (ADR 0040 §9). [Store.Verify] always reports it; Get refuses it
-// under Options.RejectRollback. The error names the object, its version
-// and the newer one.
+// back (ADR 0040 §9). `cairn-state verify` always reports it; Get
+// refuses it under Options.RejectRollback. The error names the object,
+// its version and the newer one.
 var ErrPutBack = errors.New("object put back: older than a version kept in its history")
 
 // putBackError names a put-back object, its version and the newer one

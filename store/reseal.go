@@ -11,13 +11,13 @@ import (
 // and manifest generation, keeping the epoch and sequence of the write
 // that made it (its version id, ADR 0040 §8), conditional on obj's
 // version where the storage has conditional writes, and keeping nothing
-// in history. obj comes from [Store.GetObject] on the same view: through
+// in history. obj comes from storeadmin.GetObject on the same view: through
 // the internal view a kept version is re-sealed bound to the name it is
 // a version of, as it was. It is what a rekey writes: a re-sealed kept
 // version must not become newer than its current object (which would
 // read as a put-back), nor a re-sealed current object change its id. A
 // fenced view's fences admit it as any write.
-func (s *Store) reseal(ctx context.Context, obj Object) (Info, error) {
+func (s *Store) reseal(ctx context.Context, obj object) (Info, error) {
 	name := obj.Info.Name
 	key, err := s.key(name)
 	if err != nil {

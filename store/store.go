@@ -40,7 +40,7 @@ type Info struct {
 	// Stamp is what the object's authenticated header says about the
 	// write that made it (the manifest generation, the writer's epoch and
 	// write sequence), when the object was read and opened (Get,
-	// GetObject, GetMany, Verify, Update) or written (Put, Update) through
+	// GetMany, Update) or written (Put, Update) through
 	// a connected store; zero from List and Stat, which open nothing.
 	Stamp envelope.Stamp
 }

@@ -12,62 +12,18 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storehook"
 )
 
-// VerifyOptions configure [Store.Verify]. The zero value means the
-// defaults.
-type VerifyOptions struct {
-	// ManyOptions bound the reads: how many at once, how many sealed
-	// bytes in flight.
-	ManyOptions
-	// Recovery, when set, are identities every object is also read with by
-	// the stock age parser (envelope.Recover), whole, as an operator would
-	// without this library: the proof that the recovery promise holds.
-	Recovery []age.Identity
-}
-
-// Check is the verdict on one object.
-type Check struct {
-	Name string
-	Info Info
-	// Err says why the object does not open (naming it); nil when it
-	// opens.
-	Err error
-	// Opened is what the envelope learnt, when it opens: its stamp
-	// included (Info.Stamp too).
-	Opened envelope.Opened
-	// OutsideSet reports an object sealed to another recipient set
-	// than the store's manifest records: some identity the store lists may
-	// not open it, or one it no longer lists may. A rekey re-seals it.
-	OutsideSet bool
-	// RecoveryChecked reports that VerifyOptions.Recovery was tried;
-	// RecoveryErr is stock age's verdict (nil: it read the whole object).
-	RecoveryChecked bool
-	RecoveryErr     error
-	// PutBack reports a current object older than a version (or a
-	// tombstone) kept in its own history, naming both: an older genuine
-	// version put back, or a deleted object come back (ErrPutBack).
-	PutBack *putBackError
-}
-
-// Problem reports whether the check found anything to act on: the
-// object does not open (an object sealed under a newer manifest
-// generation than the store's, [ErrRolledBack], included), is outside the
-// store's set, opened only through a recovery identity, failed the
-// recovery check, or was put back.
-func (c Check) Problem() bool {
-	return c.Err != nil || c.OutsideSet || c.Opened.Unauthenticated || c.RecoveryErr != nil || c.PutBack != nil
-}
-
-// Verify opens every object of the store, its reserved ones (the
-// manifest, the lock's, the migration log) included, and hands each
-// verdict to fn, one call at a time, in no particular order. Objects that
+// verify is storeadmin.Verify: it opens every object of the store, its
+// reserved ones (the manifest, the lock's, the migration log) included,
+// and hands each verdict to fn, one call at a time, in no particular order. Objects that
 // vanish between the listing and the read are not reported. Reads are
 // bounded as GetMany's are; an object's sealed bytes are let go once fn
 // returns. An error from fn stops the run and is returned; so is a listing
 // error or ctx's.
-func (s *Store) Verify(ctx context.Context, o VerifyOptions, fn func(Check) error) error {
-	m := o.ManyOptions.withDefaults()
+func (s *Store) verify(ctx context.Context, o storehook.VerifyOptions[ManyOptions], fn func(verdict) error) error {
+	m := o.Many.withDefaults()
 	in := s.internalView()
 	var names []string
 	if err := in.List(ctx, "", func(i Info) error {
@@ -95,7 +51,7 @@ func (s *Store) Verify(ctx context.Context, o VerifyOptions, fn func(Check) erro
 		fnErr  error
 		newest = map[string]keptStamp{}
 	)
-	pass := func(names []string, judge func(*Check)) {
+	pass := func(names []string, judge func(*verdict)) {
 		var (
 			next atomic.Int64
 			wg   sync.WaitGroup
@@ -125,7 +81,7 @@ func (s *Store) Verify(ctx context.Context, o VerifyOptions, fn func(Check) erro
 		}
 		wg.Wait()
 	}
-	pass(entries, func(c *Check) {
+	pass(entries, func(c *verdict) {
 		name, id, deleted, _ := parseEntry(c.Name)
 		if c.Err != nil {
 			return
@@ -139,12 +95,14 @@ func (s *Store) Verify(ctx context.Context, o VerifyOptions, fn func(Check) erro
 			newest[name] = keptStamp{id: got, deleted: deleted}
 		}
 	})
-	pass(objects, func(c *Check) {
+	pass(objects, func(c *verdict) {
 		if c.Err != nil || strings.HasPrefix(c.Name, ".") {
 			return
 		}
 		if k, ok := newest[c.Name]; ok {
-			c.PutBack = putBack(c.Name, idOf(c.Opened.Stamp), k.id, k.deleted)
+			if pb := putBack(c.Name, idOf(c.Opened.Stamp), k.id, k.deleted); pb != nil {
+				c.PutBack = pb
+			}
 		}
 	})
 	if fnErr != nil {
@@ -156,6 +114,9 @@ func (s *Store) Verify(ctx context.Context, o VerifyOptions, fn func(Check) erro
 	return nil
 }
 
+// verdict is verify's verdict on one object.
+type verdict = storehook.Check[Info]
+
 // keptStamp is the newest authenticated stamp a name's history holds.
 type keptStamp struct {
 	id      VersionID
@@ -163,7 +124,7 @@ type keptStamp struct {
 }
 
 // check reads and judges one object; skip is true for one that vanished.
-func (s *Store) check(ctx context.Context, name string, budget *byteBudget, hasManifest bool, recovery []age.Identity) (c Check, release func(), skip bool) {
+func (s *Store) check(ctx context.Context, name string, budget *byteBudget, hasManifest bool, recovery []age.Identity) (c verdict, release func(), skip bool) {
 	if m := s.c.metrics; m != nil {
 		defer m.end(ctx, opGet, time.Now(), &c.Err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/cairnhq/state/internal/storeadmin"
 )
 
-// checkHistory is doctor's history line (store.HistoryUsage: one listing
+// checkHistory is doctor's history line (storeadmin.HistoryUsage: one listing
 // of .cairn-state/.history/): how many versions of how many names it
 // keeps, and their size.
 const checkHistory = "history"
@@ -38,7 +38,7 @@ func (d *doctor) checkHistory(ctx context.Context) {
 			return
 		}
 	}
-	u, err := st.HistoryUsage(ctx)
+	u, err := storeadmin.HistoryUsageOf(ctx, st)
 	if err != nil {
 		d.storageError(checkHistory, "listing history", err)
 		return

@@ -198,12 +198,12 @@ type historyUsageDoc struct {
 	Bytes      int64 `json:"bytes"`
 }
 
-func historyUsageOf(u store.HistoryUsage) *historyUsageDoc {
+func historyUsageOf(u storeadmin.HistoryUsage) *historyUsageDoc {
 	return &historyUsageDoc{Names: u.Names, Versions: u.Versions, Tombstones: u.Tombstones, Bytes: u.Bytes}
 }
 
 // historyLine is the last line of `ls --all`.
-func historyLine(u store.HistoryUsage) string {
+func historyLine(u storeadmin.HistoryUsage) string {
 	return fmt.Sprintf("history: %s of %s, %s", plural(u.Versions, "version"), plural(u.Names, "name"), byteSize(u.Bytes))
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -56,7 +57,7 @@ func BenchmarkRekeyVerifyHistory(b *testing.B) {
 		if err := l.Release(ctx); err != nil {
 			b.Fatal(err)
 		}
-		u, err := st.HistoryUsage(ctx)
+		u, err := storeadmin.HistoryUsageOf(ctx, st)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -74,9 +74,9 @@ func runLs(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return fmt.Errorf("ls: %w", err)
 	}
-	var usage store.HistoryUsage
+	var usage storeadmin.HistoryUsage
 	if *all {
-		if usage, err = st.HistoryUsage(ctx); err != nil {
+		if usage, err = storeadmin.HistoryUsageOf(ctx, st); err != nil {
 			return fmt.Errorf("ls: %w", err)
 		}
 		doc.History = historyUsageOf(usage)

@@ -140,7 +140,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	// pending: an object the interrupted rekey had not reached, still
 	// sealed to the old set (it does not open with the new keys alone, or
 	// opens outside the store's set with the old ones given too).
-	pending := func(c store.Check) bool {
+	pending := func(c storeadmin.Check) bool {
 		return interrupted != nil && interrupted.Pending(c.Name) &&
 			(c.Err != nil && reason(c.Err) == reasonWrongKey || c.Err == nil && c.OutsideSet)
 	}
@@ -149,7 +149,7 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 	if len(k.recovery) > 0 {
 		doc.Recovery = &recoveryDoc{Failed: []failureDoc{}}
 	}
-	err = st.Verify(ctx, store.VerifyOptions{Recovery: k.recovery}, func(c store.Check) error {
+	err = storeadmin.Verify(ctx, st, storeadmin.VerifyOptions{Recovery: k.recovery}, func(c storeadmin.Check) error {
 		doc.Checked++
 		switch {
 		case pending(c):
@@ -157,8 +157,9 @@ func runVerify(ctx context.Context, a *app, args []string) error {
 		case c.Err != nil:
 			doc.Failed = append(doc.Failed, failureDoc{Name: c.Name, Reason: reason(c.Err), Error: c.Err.Error()})
 		case c.PutBack != nil:
+			cur, newer, deleted, _ := storeadmin.PutBackOf(c.PutBack)
 			doc.Failed = append(doc.Failed, failureDoc{Name: c.Name, Reason: reasonPutBack, Error: c.PutBack.Error(),
-				PutBack: &putBackDoc{Current: c.PutBack.Current.String(), Newer: c.PutBack.Newer.String(), Deleted: c.PutBack.Deleted}})
+				PutBack: &putBackDoc{Current: cur.String(), Newer: newer.String(), Deleted: deleted}})
 		case c.OutsideSet:
 			doc.Findings = append(doc.Findings, failureDoc{Name: c.Name, Reason: "outside the store's recipients", Error: findingOutsideSet})
 		}

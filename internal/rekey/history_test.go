@@ -139,7 +139,7 @@ func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 				}
 			}
 		}
-		err = after.Verify(ctx, store.VerifyOptions{}, func(c store.Check) error {
+		err = storeadmin.Verify(ctx, after, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error {
 			if c.Problem() && !lockadmin.Owns(c.Name) {
 				t.Errorf("verify after the rekey: %s: err %v, put back %v, outside %v", c.Name, c.Err, c.PutBack, c.OutsideSet)
 			}

@@ -62,7 +62,7 @@ func TestRun_OldManifestPutBackAfterTheRekey_Refused(t *testing.T) {
 			t.Fatalf("Get under the old manifest = %v, want a RolledBackError naming generations 2 and 1", err)
 		}
 		var reported []string
-		if err := back.Verify(ctx, store.VerifyOptions{}, func(c store.Check) error {
+		if err := storeadmin.Verify(ctx, back, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error {
 			if errors.Is(c.Err, store.ErrRolledBack) {
 				reported = append(reported, c.Name)
 			}
@@ -175,7 +175,7 @@ func TestRun_ObjectsOnlyTheRetiredKeyAuthenticated_Named(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if obj, err := opOnly.GetObject(ctx, "config/admins"); err == nil {
+		if obj, err := storeadmin.GetObject(ctx, opOnly, "config/admins"); err == nil {
 			t.Fatalf("the operator's key alone authenticates the leaked key's object: %+v", obj.Opened)
 		}
 		res, err := rekey.Run(ctx, b, rekey.Options{Identities: []age.Identity{operator}, OldIdentities: []age.Identity{leaked},

@@ -627,7 +627,7 @@ const (
 // if it did not change meanwhile where the backend can tell, and only if
 // it is not already sealed so (unless Options.Restart).
 func (r *run) reseal(ctx context.Context, name string) (outcome, error) {
-	obj, err := r.st.GetObject(ctx, name)
+	obj, err := storeadmin.GetObject(ctx, r.st, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return gone, nil // removed since the listing
 	}

@@ -112,7 +112,7 @@ func TestRun_RotatesTheStore_OldKeyForeignAfterwards(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, v := range want {
-			o, err := storeadmin.Internal(st).GetObject(ctx, name)
+			o, err := storeadmin.GetObject(ctx, storeadmin.Internal(st), name)
 			if err != nil || string(o.Data) != v || !o.Opened.SameRecipients {
 				t.Errorf("%s after the rotation: %q, %+v, %v", name, o.Data, o.Opened, err)
 			}

@@ -67,11 +67,15 @@ func ConditionalWrites(s *store.Store) bool { return ops.ConditionalWrites(s) }
 var (
 	manifest      = storehook.Func[func(*store.Store) (storemeta.Manifest, bool)]("Manifest")
 	recipientDiff = storehook.Func[func(*store.Store) storemeta.RecipientDiff]("RecipientDiff")
-	reseal        = storehook.Func[func(*store.Store, context.Context, store.Object) (store.Info, error)]("Reseal")
+	reseal        = storehook.Func[func(*store.Store, context.Context, Object) (store.Info, error)]("Reseal")
 	keptVersions  = storehook.Func[func(*store.Store) int]("KeptVersions")
 	lastKept      = storehook.Func[func(*store.Store, context.Context, string) (store.VersionID, bool, error)]("LastKept")
 	root          = storehook.Func[func(*store.Store) string]("Root")
 	withFence     = storehook.Func[func(*store.Store, storehook.Fence) *store.Store]("WithFence")
+	getObject     = storehook.Func[func(*store.Store, context.Context, string) (Object, error)]("GetObject")
+	verify        = storehook.Func[func(*store.Store, context.Context, VerifyOptions, func(Check) error) error]("Verify")
+	historyUsage  = storehook.Func[func(*store.Store, context.Context) (HistoryUsage, error)]("HistoryUsage")
+	putBackOf     = storehook.Func[func(error) (current, newer store.VersionID, deleted, ok bool)]("PutBackOf")
 	open          = storehook.Func[func(backend.Backend, storehook.Sealer, store.Options) (*store.Store, error)]("Open")
 	idOf          = storehook.Func[func(envelope.Stamp) store.VersionID]("IDOf")
 	storeIDTime   = storehook.Func[func(envelope.StoreID) (time.Time, bool)]("StoreIDTime")
@@ -161,13 +165,13 @@ func RecipientDiff(s *store.Store) storemeta.RecipientDiff { return recipientDif
 // and manifest generation, keeping the epoch and sequence of the write
 // that made it (its version id, ADR 0040 §8), conditional on obj's
 // version where the storage has conditional writes, and keeping nothing
-// in history. obj comes from GetObject on the same view: through the
+// in history. obj comes from [GetObject] on the same view: through the
 // [Internal] view a kept version is re-sealed bound to the name it is a
 // version of, as it was. It is what a rekey writes: a re-sealed kept
 // version must not become newer than its current object (which would read
 // as a put-back), nor a re-sealed current object change its id. A fenced
 // view's fences admit it as any write.
-func Reseal(ctx context.Context, s *store.Store, obj store.Object) (store.Info, error) {
+func Reseal(ctx context.Context, s *store.Store, obj Object) (store.Info, error) {
 	return reseal(s, ctx, obj)
 }
 
@@ -216,3 +220,51 @@ type (
 // (docs/lock.md gives the window). The lock itself writes through the
 // unfenced store it was given.
 func WithFence(s *store.Store, f Fence) *store.Store { return withFence(s, f) }
+
+// Object is one object read whole and opened, with its sealed bytes and
+// what the envelope learnt opening it.
+type Object = storehook.Object[store.Info]
+
+// GetObject reads and opens one object of s as Get does, and also returns
+// its sealed bytes and what the envelope learnt about it: what verify and
+// rekey need. Its errors are Get's.
+func GetObject(ctx context.Context, s *store.Store, name string) (Object, error) {
+	return getObject(s, ctx, name)
+}
+
+// VerifyOptions configure [Verify]; Check is its verdict on one object
+// (storehook documents their fields).
+type (
+	VerifyOptions = storehook.VerifyOptions[store.ManyOptions]
+	Check         = storehook.Check[store.Info]
+)
+
+// Verify opens every object of s, its reserved ones (the manifest, the
+// lock's, the migration log) included, and hands each verdict to fn, one
+// call at a time, in no particular order: `cairn-state verify`. History's
+// kept versions are judged first, so that every current object is judged
+// against the authenticated stamps its history keeps (a put-back object,
+// Check.PutBack). Objects that vanish between the listing and the read
+// are not reported. Reads are bounded as GetMany's are; an object's sealed
+// bytes are let go once fn returns. An error from fn stops the run and is
+// returned; so is a listing error or ctx's.
+func Verify(ctx context.Context, s *store.Store, o VerifyOptions, fn func(Check) error) error {
+	return verify(s, ctx, o, fn)
+}
+
+// PutBackOf returns the versions a put-back error (store.ErrPutBack, as
+// Check.PutBack or a read under Options.RejectRollback reports it) names:
+// the version the object holds and the newer one its history keeps,
+// deleted when that one is a tombstone. ok is false for another error.
+func PutBackOf(err error) (current, newer store.VersionID, deleted, ok bool) {
+	return putBackOf(err)
+}
+
+// HistoryUsage is what history holds, from one listing.
+type HistoryUsage = storehook.HistoryUsage
+
+// HistoryUsageOf counts what s's history holds, from one listing of
+// .cairn-state/.history/ (a page per 1,000 objects on S3).
+func HistoryUsageOf(ctx context.Context, s *store.Store) (HistoryUsage, error) {
+	return historyUsage(s, ctx)
+}
