@@ -16,6 +16,7 @@ import (
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
@@ -172,10 +173,11 @@ func TestOpen_WritesStampedWithTheLocksEpochAndSequence(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.Stamp.Epoch != epoch || info.Stamp.Sequence <= last || info.Stamp.Generation != 1 {
-			t.Fatalf("write %d stamped %+v, want epoch %d and a sequence above %d", i, info.Stamp, epoch, last)
+		obj, err := storeadmin.GetObject(ctx, inst.Store(), info.Name)
+		if err != nil || info.ID.Epoch != epoch || info.ID.Sequence <= last || obj.Opened.Stamp != (envelope.Stamp{Generation: 1, Epoch: epoch, Sequence: info.ID.Sequence}) {
+			t.Fatalf("write %d is version %s, stamped %+v (%v); want epoch %d, a sequence above %d, generation 1", i, info.ID, obj.Opened.Stamp, err, epoch, last)
 		}
-		last = info.Stamp.Sequence
+		last = info.ID.Sequence
 	}
 	if epoch < 2 {
 		t.Fatalf("epoch %d: the second boot should be at 2 at least", epoch)

@@ -90,12 +90,13 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		logger = slog.Default()
 	}
 
-	var pin envelope.StoreID
+	var pin string
 	if cfg.StoreID != "" {
-		var err error
-		if pin, err = envelope.ParseStoreID(cfg.StoreID); err != nil {
+		id, err := envelope.ParseStoreID(cfg.StoreID)
+		if err != nil {
 			return nil, &OpenError{StageStore, fmt.Errorf("Config.StoreID: %w", err)}
 		}
+		pin = id.String()
 	}
 	b, root := cfg.Backend, cfg.Root
 	if b == nil {

@@ -31,6 +31,7 @@ func init() {
 	storehook.Set("KeptVersions", (*Store).keptVersions)
 	storehook.Set("LastKept", (*Store).lastKept)
 	storehook.Set("Root", (*Store).root)
+	storehook.Set("StoreID", (*Store).storeID)
 	storehook.Set("WithFence", (*Store).withFence)
 	storehook.Set("GetObject", (*Store).getObjectNamed)
 	storehook.Set("Verify", (*Store).verify)
@@ -43,7 +44,6 @@ func init() {
 		return pb.Current, pb.Newer, pb.Deleted, true
 	})
 	storehook.Set("Open", openStore)
-	storehook.Set("IDOf", idOf)
 	storehook.Set("StoreIDTime", storeIDTime)
 	storehook.Set("IsHistoryRecord", isHistoryRecord)
 	storehook.Set("ValidateName", checkAppName)

@@ -58,11 +58,13 @@ type ConnectOptions struct {
 	// by another process first, fails with [ErrStoreExists]. For
 	// `cairn-state init`.
 	New bool
-	// StoreID, when not zero, pins the store: a manifest that names
-	// another store id fails with [ErrWrongStore] before anything else
-	// is read, opened or written, and no store is created (a location
-	// without one fails with [ErrNoStore]).
-	StoreID envelope.StoreID
+	// StoreID, when not empty, pins the store: its id as [Store.StoreID]
+	// gives it, 32 hexadecimal digits. A manifest that names another
+	// store id fails with [ErrWrongStore] before anything else is read,
+	// opened or written, and no store is created (a location without one
+	// fails with [ErrNoStore]). An id that is not one fails Connect,
+	// touching nothing.
+	StoreID string
 	// RequireConfiguredRecipients refuses, with [ErrUnlistedRecipient], a
 	// store whose recipient set holds a recipient that Keys do not name
 	// (their identities' recipients and the extra ones): what a manifest
@@ -117,8 +119,14 @@ func Connect(ctx context.Context, b backend.Backend, keys Keys, o ConnectOptions
 	if o.Create && len(keys.Identities) == 0 {
 		return nil, fmt.Errorf("store: connect: %w: creating a store needs an identity", errNoKey)
 	}
+	var pin envelope.StoreID
+	if o.StoreID != "" {
+		if pin, err = envelope.ParseStoreID(o.StoreID); err != nil {
+			return nil, fmt.Errorf("store: connect: ConnectOptions.StoreID: %w", err)
+		}
+	}
 	for attempt := 1; ; attempt++ {
-		st, err := base.connectOnce(ctx, keys, &o)
+		st, err := base.connectOnce(ctx, keys, &o, pin)
 		if errors.Is(err, errCreatedMeanwhile) && attempt < 4 {
 			continue // another process created the manifest first: read theirs
 		}
@@ -133,12 +141,12 @@ var errCreatedMeanwhile = errors.New("the manifest was created meanwhile")
 // manifestKey is the backend key of the store's manifest.
 func (s *Store) manifestKey() string { return s.c.prefix + storemeta.ManifestName }
 
-func (s *Store) connectOnce(ctx context.Context, keys Keys, o *ConnectOptions) (*Store, error) {
+func (s *Store) connectOnce(ctx context.Context, keys Keys, o *ConnectOptions, pin envelope.StoreID) (*Store, error) {
 	key := s.manifestKey()
 	sealed, obj, err := s.read(ctx, key, storemeta.ManifestName)
 	switch {
 	case err == nil:
-		return s.connectExisting(ctx, keys, o, sealed, obj)
+		return s.connectExisting(ctx, keys, o, pin, sealed, obj)
 	case errors.Is(err, ErrNotFound):
 	case errors.Is(err, ErrUnreadable):
 		return nil, &storemeta.ManifestError{Key: key, Location: o.Location, Err: err}
@@ -150,8 +158,8 @@ func (s *Store) connectOnce(ctx context.Context, keys Keys, o *ConnectOptions) (
 	if err := s.checkEmpty(ctx, o.Location); err != nil {
 		return nil, err
 	}
-	if !o.Create || !o.StoreID.IsZero() {
-		return nil, &storemeta.NoStoreError{Location: o.Location, Pinned: o.StoreID}
+	if !o.Create || !pin.IsZero() {
+		return nil, &storemeta.NoStoreError{Location: o.Location, Pinned: pin}
 	}
 	return s.create(ctx, keys)
 }
@@ -225,7 +233,7 @@ func (s *Store) create(ctx context.Context, keys Keys) (*Store, error) {
 }
 
 // connectExisting opens the manifest read from storage.
-func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOptions, sealed []byte, obj backend.Object) (*Store, error) {
+func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOptions, pin envelope.StoreID, sealed []byte, obj backend.Object) (*Store, error) {
 	key := s.manifestKey()
 	bad := func(err error) error { return &storemeta.ManifestError{Key: key, Location: o.Location, Err: err} }
 	hdr, err := envelope.PeekHeader(storemeta.ManifestName, sealed)
@@ -235,8 +243,8 @@ func (s *Store) connectExisting(ctx context.Context, keys Keys, o *ConnectOption
 	if hdr.StoreID.IsZero() {
 		return nil, bad(errors.New("it is bound to no store"))
 	}
-	if !o.StoreID.IsZero() && hdr.StoreID != o.StoreID {
-		e := &storemeta.WrongStoreError{Key: key, Location: o.Location, Pinned: o.StoreID, Found: hdr.StoreID}
+	if !pin.IsZero() && hdr.StoreID != pin {
+		e := &storemeta.WrongStoreError{Key: key, Location: o.Location, Pinned: pin, Found: hdr.StoreID}
 		e.Created, _ = storeIDTime(hdr.StoreID)
 		return nil, e
 	}

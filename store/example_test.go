@@ -14,7 +14,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
 
@@ -83,8 +82,8 @@ func ExampleStore_Update() {
 		}
 	}
 	boots, _, _ := st.Get(ctx, "boots")
-	fmt.Printf("boots=%s compare-and-swap=%v\n", boots, storeadmin.ConditionalWrites(st))
-	// Output: boots=3 compare-and-swap=true
+	fmt.Printf("boots=%s\n", boots)
+	// Output: boots=3
 }
 
 func ExampleGetJSON() {
@@ -147,14 +146,14 @@ func ExampleConnect() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, _ := storeadmin.Manifest(st)
-	fmt.Println("lock mode:", m.LockMode, "generation:", m.Generation, "recipients:", len(m.Recipients))
+	id := st.StoreID() // every object is bound to it; ConnectOptions.StoreID pins it
+	fmt.Println("store id:", len(id), "hexadecimal digits")
 
 	stranger, _ := age.GenerateX25519Identity()
 	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{stranger}}, store.ConnectOptions{})
-	fmt.Println(errors.Is(err, store.ErrNotMember), strings.Contains(err.Error(), m.ID.String()))
+	fmt.Println(errors.Is(err, store.ErrNotMember), strings.Contains(err.Error(), id))
 	// Output:
-	// lock mode: compare-and-swap generation: 1 recipients: 1
+	// store id: 32 hexadecimal digits
 	// true true
 }
 

@@ -125,7 +125,7 @@ type Restored struct {
 	// Replaced is the version the name held before, now kept; nil when
 	// the name had no object (an undelete).
 	Replaced *VersionID
-	// Written describes the new version (Written.Stamp names it).
+	// Written describes the new version (Written.ID names it).
 	Written Info
 }
 
@@ -260,16 +260,16 @@ func (s *Store) peek(ctx context.Context, key, name string) (peeked, error) {
 		st = envelope.Stamp{}
 	}
 	s.memo.set(key, obj.Version)
-	return peeked{exists: true, obj: obj, id: versionIDOf(st, obj.ModTime)}, nil
+	return peeked{exists: true, obj: obj, id: versionIDOf(idOf(st), obj.ModTime)}, nil
 }
 
-// versionIDOf is the id a version is kept under: its stamp's, or for an
-// object stamped by no fence, 0.<mod in Unix milliseconds>.
-func versionIDOf(st envelope.Stamp, mod time.Time) VersionID {
-	if st.Epoch == 0 {
+// versionIDOf is the id a version is kept under: its stamp's (id), or for
+// an object stamped by no fence, 0.<mod in Unix milliseconds>.
+func versionIDOf(id VersionID, mod time.Time) VersionID {
+	if id.Epoch == 0 {
 		return VersionID{Sequence: uint64(max(mod.UnixMilli(), 0))}
 	}
-	return idOf(st)
+	return id
 }
 
 // History returns every version of name, newest first: the versions and
@@ -371,7 +371,7 @@ func (s *Store) GetVersion(ctx context.Context, name string, id VersionID) ([]by
 	if errors.Is(err, ErrNotFound) {
 		// The current version, kept or not.
 		data, info, cerr := s.get(ctx, key, name)
-		if cerr == nil && versionIDOf(info.Stamp, info.ModTime) == id {
+		if cerr == nil && versionIDOf(info.ID, info.ModTime) == id {
 			return data, info, nil
 		}
 		if cerr != nil && !errors.Is(cerr, ErrNotFound) {
@@ -389,7 +389,7 @@ func (s *Store) GetVersion(ctx context.Context, name string, id VersionID) ([]by
 	if !sameVersion(id, opened.Stamp) {
 		return nil, Info{}, fmt.Errorf("store: get %q version %s: %w: the kept object is version %s (misnamed: someone who can write the storage moved it)", name, id, ErrUnreadable, idOf(opened.Stamp))
 	}
-	info := Info{Name: name, Size: obj.Size, Version: obj.Version, ModTime: obj.ModTime, Now: obj.Now, Stamp: opened.Stamp}
+	info := Info{Name: name, Size: obj.Size, Version: obj.Version, ModTime: obj.ModTime, Now: obj.Now, ID: idOf(opened.Stamp)}
 	return plain, info, nil
 }
 

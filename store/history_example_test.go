@@ -8,7 +8,6 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -41,7 +40,7 @@ func ExampleStore_History() {
 	old, _, _ := st.GetVersion(ctx, "app/db-password", vs[1].ID)
 	fmt.Printf("version %s: %s\n", vs[1].ID, old)
 	res, _ := fenced.Restore(ctx, "app/db-password", vs[1].ID)
-	fmt.Printf("restored %s as %s, replacing %s\n", res.From, storeadmin.IDOf(res.Written.Stamp), res.Replaced)
+	fmt.Printf("restored %s as %s, replacing %s\n", res.From, res.Written.ID, res.Replaced)
 	// Output:
 	// 1.2 pod-a true
 	// 1.1 pod-a false

@@ -82,7 +82,7 @@ func testPurge(t *testing.T, b backend.Backend) {
 	if _, err := st.Undelete(ctx, "app/revoked"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Undelete after the purge = %v, want ErrNotFound", err)
 	}
-	if data, _, err := st.GetVersion(ctx, "app/revoked/child", storeadmin.IDOf(child.Stamp)); err != nil || string(data) != "stays" {
+	if data, _, err := st.GetVersion(ctx, "app/revoked/child", child.ID); err != nil || string(data) != "stays" {
 		t.Errorf("the deeper name's kept version after the purge = %q, %v", data, err)
 	}
 	if data, _, err := st.Get(ctx, "app/revoked/child"); err != nil || string(data) != "stays" {

@@ -118,9 +118,9 @@ func testFirstWriteKeepsUnlisted(t *testing.T, b backend.Backend) {
 	ctx := t.Context()
 	k := keysOf(testkit.Identity(t))
 	off := historyStore(t, b, k, 3, "pod-a", store.NoHistory)
-	old := storeadmin.IDOf(mustPut(t, off, "app/u", "unkept").Stamp).String()
+	old := mustPut(t, off, "app/u", "unkept").ID.String()
 	on := historyStore(t, b, k, 4, "pod-b", 0)
-	first := storeadmin.IDOf(mustPut(t, on, "app/u", "first").Stamp).String()
+	first := mustPut(t, on, "app/u", "first").ID.String()
 	vs, err := on.History(ctx, "app/u")
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +131,8 @@ func testFirstWriteKeepsUnlisted(t *testing.T, b backend.Backend) {
 	// The next holding writes twice more, its listing's newest entry
 	// being the current object (the guess holds).
 	next := historyStore(t, b, k, 5, "pod-c", 0)
-	second := storeadmin.IDOf(mustPut(t, next, "app/u", "second").Stamp).String()
-	third := storeadmin.IDOf(mustPut(t, next, "app/u", "third").Stamp).String()
+	second := mustPut(t, next, "app/u", "second").ID.String()
+	third := mustPut(t, next, "app/u", "third").ID.String()
 	if vs, err = next.History(ctx, "app/u"); err != nil {
 		t.Fatal(err)
 	}
@@ -171,8 +171,8 @@ func testPutReaderKeeps(t *testing.T, b backend.Backend) {
 	}
 	for i, v := range vs {
 		w := len(values) - 1 - i
-		if v.ID != storeadmin.IDOf(written[w].Stamp) || !v.Kept {
-			t.Errorf("version %d = %q, want %s kept", i, ids(vs[i:i+1]), storeadmin.IDOf(written[w].Stamp))
+		if v.ID != written[w].ID || !v.Kept {
+			t.Errorf("version %d = %q, want %s kept", i, ids(vs[i:i+1]), written[w].ID)
 		}
 		data, _, err := st.GetVersion(ctx, "app/stream", v.ID)
 		if err != nil || string(data) != values[w] {
@@ -230,24 +230,24 @@ func testOverwriteKeepsEveryVersion(t *testing.T, b backend.Backend) {
 	}
 	var want, wantKeys []string
 	for i := range written {
-		id := storeadmin.IDOf(written[len(written)-1-i].Stamp).String()
+		id := written[len(written)-1-i].ID.String()
 		if i == 0 {
 			id += " current"
 		}
 		want = append(want, id)
-		wantKeys = append(wantKeys, storeadmin.IDOf(written[i].Stamp).String())
+		wantKeys = append(wantKeys, written[i].ID.String())
 	}
 	if got := ids(vs); !slices.Equal(got, want) {
 		t.Fatalf("History = %q, want %q", got, want)
 	}
 	for i, v := range vs {
 		w := written[len(written)-1-i]
-		if v.ID != storeadmin.IDOf(w.Stamp) || v.Instance != "pod-a" || v.Size != w.Size || v.Time.IsZero() {
-			t.Errorf("version %d = %+v, want id %s, instance pod-a, size %d, a time", i, v, storeadmin.IDOf(w.Stamp), w.Size)
+		if v.ID != w.ID || v.Instance != "pod-a" || v.Size != w.Size || v.Time.IsZero() {
+			t.Errorf("version %d = %+v, want id %s, instance pod-a, size %d, a time", i, v, w.ID, w.Size)
 		}
 		data, info, err := st.GetVersion(ctx, "app/db", v.ID)
-		if err != nil || string(data) != fmt.Sprintf("value %d", len(written)-1-i) || storeadmin.IDOf(info.Stamp) != v.ID {
-			t.Errorf("GetVersion(%s) = %q, %v, %v", v.ID, data, info.Stamp, err)
+		if err != nil || string(data) != fmt.Sprintf("value %d", len(written)-1-i) || info.ID != v.ID {
+			t.Errorf("GetVersion(%s) = %q, %v, %v", v.ID, data, info.ID, err)
 		}
 	}
 	if got := entryKeys(t, b, "app/db"); !slices.Equal(got, wantKeys) {
@@ -291,7 +291,7 @@ func testDeleteAndUndelete(t *testing.T, b backend.Backend) {
 	first := mustPut(t, st, "app/token", "first")
 	last := mustPut(t, st, "app/token", "second")
 	next := func(info store.Info, n uint64) string {
-		id := storeadmin.IDOf(info.Stamp)
+		id := info.ID
 		id.Sequence += n
 		return id.String()
 	}
@@ -312,14 +312,14 @@ func testDeleteAndUndelete(t *testing.T, b backend.Backend) {
 	if err := st.ListDeleted(ctx, "app/", func(d store.Deleted) error { deleted = append(deleted, d); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if len(deleted) != 1 || deleted[0].Name != "app/token" || deleted[0].Last.ID != storeadmin.IDOf(last.Stamp) || deleted[0].By.String() != next(last, 1) || deleted[0].DeletedAt.IsZero() || deleted[0].Last.Instance != "pod-a" {
+	if len(deleted) != 1 || deleted[0].Name != "app/token" || deleted[0].Last.ID != last.ID || deleted[0].By.String() != next(last, 1) || deleted[0].DeletedAt.IsZero() || deleted[0].Last.Instance != "pod-a" {
 		t.Fatalf("ListDeleted = %+v", deleted)
 	}
 	res, err := st.Undelete(ctx, "app/token")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.From != storeadmin.IDOf(last.Stamp) || res.Replaced != nil || storeadmin.IDOf(res.Written.Stamp).String() != next(last, 2) {
+	if res.From != last.ID || res.Replaced != nil || res.Written.ID.String() != next(last, 2) {
 		t.Errorf("Undelete = %+v", res)
 	}
 	if data, _, err := st.Get(ctx, "app/token"); err != nil || string(data) != "second" {
@@ -340,14 +340,14 @@ func testRestore(t *testing.T, b backend.Backend) {
 	st := historyStore(t, b, keysOf(testkit.Identity(t)), 5, "pod-a", 0)
 	good := mustPut(t, st, "cfg", "good")
 	bad := mustPut(t, st, "cfg", "") // the empty overwrite of the issue
-	res, err := st.Restore(ctx, "cfg", storeadmin.IDOf(good.Stamp))
+	res, err := st.Restore(ctx, "cfg", good.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Replaced == nil || *res.Replaced != storeadmin.IDOf(bad.Stamp) || res.From != storeadmin.IDOf(good.Stamp) {
+	if res.Replaced == nil || *res.Replaced != bad.ID || res.From != good.ID {
 		t.Fatalf("Restore = %+v", res)
 	}
-	if got := storeadmin.IDOf(res.Written.Stamp); got.Compare(storeadmin.IDOf(bad.Stamp)) <= 0 {
+	if got := res.Written.ID; got.Compare(bad.ID) <= 0 {
 		t.Errorf("the restored version %s is not newer than the one it replaced", got)
 	}
 	if data, _, err := st.Get(ctx, "cfg"); err != nil || string(data) != "good" {
@@ -357,7 +357,7 @@ func testRestore(t *testing.T, b backend.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := ids(vs), []string{storeadmin.IDOf(res.Written.Stamp).String() + " current", storeadmin.IDOf(bad.Stamp).String(), storeadmin.IDOf(good.Stamp).String()}; !slices.Equal(got, want) {
+	if got, want := ids(vs), []string{res.Written.ID.String() + " current", bad.ID.String(), good.ID.String()}; !slices.Equal(got, want) {
 		t.Errorf("History after restore = %q, want %q", got, want)
 	}
 	if _, err := st.Restore(ctx, "cfg", store.VersionID{Epoch: 1, Sequence: 1}); !errors.Is(err, store.ErrNotFound) {
@@ -413,7 +413,7 @@ func testRetentionPrunesExactly(t *testing.T, fresh func(t *testing.T) backend.B
 			st := historyStore(t, b, keysOf(testkit.Identity(t)), 1, "pod-a", keep)
 			var written []string
 			for n := 1; n <= 7; n++ {
-				written = append(written, storeadmin.IDOf(mustPut(t, st, "n", fmt.Sprint(n)).Stamp).String())
+				written = append(written, mustPut(t, st, "n", fmt.Sprint(n)).ID.String())
 				cut := max(0, n-keep)
 				wantKept(t, b, "n", fmt.Sprintf("after %d writes with History %d", n, keep), written[cut:], written[:cut])
 			}
@@ -436,7 +436,7 @@ func testRetentionPrunesExactly(t *testing.T, fresh func(t *testing.T) backend.B
 			// the versions older than what stays.
 			var again []string
 			for i := range keep + 1 {
-				again = append(again, storeadmin.IDOf(mustPut(t, st, "n", fmt.Sprint("again", i)).Stamp).String())
+				again = append(again, mustPut(t, st, "n", fmt.Sprint("again", i)).ID.String())
 			}
 			wantKept(t, b, "n", "after rewriting", again[1:], append(append(slices.Clone(written), tomb), again[0]))
 		})
@@ -449,7 +449,7 @@ func testTakeoverContinues(t *testing.T, b backend.Backend) {
 	a := historyStore(t, b, k, 7, "pod-a", 0)
 	var aIDs []string
 	for i := range 3 {
-		aIDs = append(aIDs, storeadmin.IDOf(mustPut(t, a, "app/s", fmt.Sprint("a", i)).Stamp).String())
+		aIDs = append(aIDs, mustPut(t, a, "app/s", fmt.Sprint("a", i)).ID.String())
 	}
 	// A's last write was never kept: it died between the write and the
 	// keep.
@@ -459,8 +459,8 @@ func testTakeoverContinues(t *testing.T, b backend.Backend) {
 	// B takes over: a new process (a new connection) with the next epoch,
 	// its sequence starting again.
 	bst := historyStore(t, b, k, 8, "pod-b", 0)
-	b0 := storeadmin.IDOf(mustPut(t, bst, "app/s", "b0").Stamp).String()
-	b1 := storeadmin.IDOf(mustPut(t, bst, "app/s", "b1").Stamp).String()
+	b0 := mustPut(t, bst, "app/s", "b0").ID.String()
+	b1 := mustPut(t, bst, "app/s", "b1").ID.String()
 	vs, err := bst.History(ctx, "app/s")
 	if err != nil {
 		t.Fatal(err)
@@ -585,19 +585,19 @@ func testPutBackPrevious(t *testing.T, b backend.Backend) {
 	}
 	c := verifyChecks(t, st)["app/key"]
 	current, newer, deleted, ok := storeadmin.PutBackOf(c.PutBack)
-	if !ok || current != storeadmin.IDOf(old.Stamp) || newer != storeadmin.IDOf(cur.Stamp) || deleted || !c.Problem() || !errors.Is(c.PutBack, store.ErrPutBack) {
-		t.Fatalf("verify of the put-back object = %+v, want PutBack naming %s and %s", c.PutBack, storeadmin.IDOf(old.Stamp), storeadmin.IDOf(cur.Stamp))
+	if !ok || current != old.ID || newer != cur.ID || deleted || !c.Problem() || !errors.Is(c.PutBack, store.ErrPutBack) {
+		t.Fatalf("verify of the put-back object = %+v, want PutBack naming %s and %s", c.PutBack, old.ID, cur.ID)
 	}
-	if msg := c.PutBack.Error(); !strings.Contains(msg, "restore app/key "+storeadmin.IDOf(cur.Stamp).String()) {
+	if msg := c.PutBack.Error(); !strings.Contains(msg, "restore app/key "+cur.ID.String()) {
 		t.Errorf("PutBack does not say how to restore: %s", msg)
 	}
 	_, _, err := strictStore(t, b, k).Get(ctx, "app/key")
 	var pb *store.PutBackError
-	if !errors.Is(err, store.ErrPutBack) || !errors.As(err, &pb) || pb.Newer != storeadmin.IDOf(cur.Stamp) {
-		t.Fatalf("strict Get = %v, want a PutBackError naming %s", err, storeadmin.IDOf(cur.Stamp))
+	if !errors.Is(err, store.ErrPutBack) || !errors.As(err, &pb) || pb.Newer != cur.ID {
+		t.Fatalf("strict Get = %v, want a PutBackError naming %s", err, cur.ID)
 	}
 	// Restoring the newer version repairs it: verify and strict Get pass.
-	if _, err := st.Restore(ctx, "app/key", storeadmin.IDOf(cur.Stamp)); err != nil {
+	if _, err := st.Restore(ctx, "app/key", cur.ID); err != nil {
 		t.Fatal(err)
 	}
 	if data, _, err := strictStore(t, b, k).Get(ctx, "app/key"); err != nil || string(data) != "new" {

@@ -168,7 +168,7 @@ func TestConnect_StoreSwappedForAnother_PinnedIdRefusesIt(t *testing.T) {
 		}
 		snap := testkit.Snapshot(t, prodB)
 		for _, create := range []bool{false, true} {
-			_, err := store.Connect(ctx, prodB, keysOf(id), store.ConnectOptions{Create: create, StoreID: pm.ID, Options: store.Options{Logger: quiet()}})
+			_, err := store.Connect(ctx, prodB, keysOf(id), store.ConnectOptions{Create: create, StoreID: pm.ID.String(), Options: store.Options{Logger: quiet()}})
 			var ws *storemeta.WrongStoreError
 			if !errors.Is(err, store.ErrWrongStore) || !errors.As(err, &ws) || ws.Pinned != pm.ID || ws.Found != sm.ID {
 				t.Fatalf("pinned Connect to the swapped store = %v, want a WrongStoreError naming %s and %s", err, pm.ID, sm.ID)
@@ -189,11 +189,11 @@ func TestConnect_StoreSwappedForAnother_PinnedIdRefusesIt(t *testing.T) {
 		}
 		// Pinned to the right store, it opens; an empty location does not
 		// become the pinned store.
-		if _, err := store.Connect(ctx, stagingB, keysOf(id), store.ConnectOptions{StoreID: sm.ID}); err != nil {
+		if _, err := store.Connect(ctx, stagingB, keysOf(id), store.ConnectOptions{StoreID: sm.ID.String()}); err != nil {
 			t.Fatalf("pinned to its own store: %v", err)
 		}
 		empty := mem.New(mem.Options{})
-		if _, err := store.Connect(ctx, empty, keysOf(id), store.ConnectOptions{Create: true, StoreID: pm.ID}); !errors.Is(err, store.ErrNoStore) {
+		if _, err := store.Connect(ctx, empty, keysOf(id), store.ConnectOptions{Create: true, StoreID: pm.ID.String()}); !errors.Is(err, store.ErrNoStore) {
 			t.Fatalf("pinned Connect with Create on an empty location = %v, want ErrNoStore", err)
 		}
 		if keys := rawKeys(t, empty); len(keys) != 0 {
@@ -204,8 +204,8 @@ func TestConnect_StoreSwappedForAnother_PinnedIdRefusesIt(t *testing.T) {
 
 // Every object's authenticated header carries the manifest's generation
 // and, when written through a fenced view, the fence's epoch and a write
-// sequence that grows across every view of the fence; Get, GetObject,
-// GetMany, Verify and Put report it.
+// sequence that grows across every view of the fence; Put, Update, Get,
+// GetMany, GetObject and Verify report the version id they make.
 func TestPut_StampsGenerationEpochAndSequence_ReportedOnEveryReadPath(t *testing.T) {
 	testkit.Local(t, func(t *testing.T, b backend.Backend) {
 		ctx := t.Context()
@@ -218,35 +218,39 @@ func TestPut_StampsGenerationEpochAndSequence_ReportedOnEveryReadPath(t *testing
 			if err != nil {
 				t.Fatal(err)
 			}
-			if info.Stamp.Generation != 1 || info.Stamp.Epoch != 9 || info.Stamp.Sequence <= last {
-				t.Fatalf("write %d stamped %+v, want generation 1, epoch 9, sequence above %d", i, info.Stamp, last)
+			if info.ID.Epoch != 9 || info.ID.Sequence <= last {
+				t.Fatalf("write %d is version %s, want epoch 9, sequence above %d", i, info.ID, last)
 			}
-			last = info.Stamp.Sequence
+			last = info.ID.Sequence
 			hdr, err := envelope.PeekHeader(fmt.Sprintf("n%d", i), rawGet(t, b, store.Prefix+fmt.Sprintf("n%d", i)))
-			if err != nil || hdr.Stamp != info.Stamp {
-				t.Fatalf("header stamp %+v, %v; Put said %+v", hdr.Stamp, err, info.Stamp)
+			if want := (envelope.Stamp{Generation: 1, Epoch: 9, Sequence: info.ID.Sequence}); err != nil || hdr.Stamp != want {
+				t.Fatalf("header stamp %+v, %v; want %+v (Put said version %s)", hdr.Stamp, err, want, info.ID)
 			}
 		}
 		written, err := fenced.Update(ctx, "n0", func([]byte, bool) ([]byte, error) { return []byte("w"), nil })
-		if err != nil || written.Stamp.Sequence <= last {
-			t.Fatalf("Update stamped %+v, %v", written.Stamp, err)
+		if err != nil || written.ID.Epoch != 9 || written.ID.Sequence <= last {
+			t.Fatalf("Update made version %s, %v", written.ID, err)
 		}
-		if _, got, err := st.Get(ctx, "n0"); err != nil || got.Stamp != written.Stamp {
-			t.Errorf("Get's stamp %+v, %v; want %+v", got.Stamp, err, written.Stamp)
+		if _, got, err := st.Get(ctx, "n0"); err != nil || got.ID != written.ID {
+			t.Errorf("Get's version %s, %v; want %s", got.ID, err, written.ID)
 		}
-		if obj, err := storeadmin.GetObject(ctx, st, "n0"); err != nil || obj.Info.Stamp != written.Stamp || obj.Opened.Stamp != written.Stamp {
-			t.Errorf("GetObject's stamp %+v / %+v, %v", obj.Info.Stamp, obj.Opened.Stamp, err)
+		want := envelope.Stamp{Generation: 1, Epoch: written.ID.Epoch, Sequence: written.ID.Sequence}
+		if obj, err := storeadmin.GetObject(ctx, st, "n0"); err != nil || obj.Info.ID != written.ID || obj.Opened.Stamp != want {
+			t.Errorf("GetObject's version %s, stamp %+v, %v", obj.Info.ID, obj.Opened.Stamp, err)
 		}
-		if items, err := st.GetMany(ctx, []string{"n0"}, store.ManyOptions{}); err != nil || items[0].Info.Stamp != written.Stamp {
-			t.Errorf("GetMany's stamp %+v, %v", items[0].Info.Stamp, err)
+		if items, err := st.GetMany(ctx, []string{"n0"}, store.ManyOptions{}); err != nil || items[0].Info.ID != written.ID {
+			t.Errorf("GetMany's version %s, %v", items[0].Info.ID, err)
 		}
 		// Unfenced writes carry epoch and sequence 0.
 		unfenced, err := st.Put(ctx, "plain", []byte("v"), store.PutOptions{})
-		if err != nil || unfenced.Stamp != (envelope.Stamp{Generation: 1}) {
-			t.Errorf("an unfenced write stamped %+v, %v", unfenced.Stamp, err)
+		if err != nil || !unfenced.ID.IsZero() {
+			t.Errorf("an unfenced write made version %s, %v", unfenced.ID, err)
+		}
+		if hdr, err := envelope.PeekHeader("plain", rawGet(t, b, store.Prefix+"plain")); err != nil || hdr.Stamp != (envelope.Stamp{Generation: 1}) {
+			t.Errorf("an unfenced write stamped %+v, %v", hdr.Stamp, err)
 		}
 		if err := storeadmin.Verify(ctx, st, storeadmin.VerifyOptions{}, func(c storeadmin.Check) error {
-			if c.Err != nil || c.Info.Stamp.Generation != 1 || c.Info.Stamp != c.Opened.Stamp {
+			if c.Err != nil || c.Opened.Stamp.Generation != 1 || c.Info.ID != (store.VersionID{Epoch: c.Opened.Stamp.Epoch, Sequence: c.Opened.Stamp.Sequence}) {
 				return fmt.Errorf("verify of %s: %+v", c.Name, c)
 			}
 			return nil
@@ -427,9 +431,11 @@ func TestRecordMigrationLog_OneGenerationUp_OnceForEveryView(t *testing.T) {
 				t.Errorf("a view's manifest = %+v, want the log recorded at generation 2", m)
 			}
 		}
-		info, err := st.Put(ctx, "x", []byte("v"), store.PutOptions{})
-		if err != nil || info.Stamp.Generation != 2 {
-			t.Errorf("a write after the record: %+v, %v", info.Stamp, err)
+		if _, err := st.Put(ctx, "x", []byte("v"), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if hdr, err := envelope.PeekHeader("x", rawGet(t, b, store.Prefix+"x")); err != nil || hdr.Stamp.Generation != 2 {
+			t.Errorf("a write after the record is stamped %+v, %v", hdr.Stamp, err)
 		}
 		if m, _ := storeadmin.Manifest(mustConnect(t, b, keysOf(id), false)); !m.MigrationLog || m.Generation != 2 {
 			t.Errorf("a new connection reads %+v", m)

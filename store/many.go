@@ -150,7 +150,7 @@ func (s *Store) getItem(ctx context.Context, name string, budget *byteBudget) (i
 			return Info{}, err
 		}
 		it.Data, it.Info = plain, s.info(name, obj)
-		it.Info.Stamp = opened.Stamp
+		it.Info.ID = idOf(opened.Stamp)
 		return it.Info, nil
 	}
 	if s.strictFor(name) {

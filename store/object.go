@@ -40,7 +40,7 @@ func (s *Store) getObject(ctx context.Context, key, name string, budget *byteBud
 		return object{}, err
 	}
 	info := s.info(name, obj)
-	info.Stamp = opened.Stamp
+	info.ID = idOf(opened.Stamp)
 	return object{Data: plain, Sealed: sealed, Info: info, Opened: opened}, nil
 }
 
@@ -70,10 +70,19 @@ func (s *Store) open(name string, sealed []byte) ([]byte, envelope.Opened, error
 	return plain, opened, nil
 }
 
-// StoreID returns the id the store's objects are bound to: its manifest's,
-// the id a recovery-only connection found in the manifest's header (not
-// authenticated), or zero for a store without a manifest.
-func (s *Store) StoreID() envelope.StoreID {
+// StoreID returns the id the store's objects are bound to, 32 hexadecimal
+// digits: its manifest's, the id a keyless or recovery-only connection
+// found in the manifest's header (not authenticated), or "" for a store
+// without a manifest. [ConnectOptions].StoreID pins a store by it.
+func (s *Store) StoreID() string {
+	if id := s.storeID(); !id.IsZero() {
+		return id.String()
+	}
+	return ""
+}
+
+// storeID is storeadmin.StoreID: the id of [Store.StoreID], zero for none.
+func (s *Store) storeID() envelope.StoreID {
 	if ss, ok := s.c.sealer.(*storeSealer); ok {
 		return ss.id
 	}

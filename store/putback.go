@@ -115,7 +115,7 @@ func (s *Store) judged(ctx context.Context, name string, read func() (Info, erro
 	if lerr != nil {
 		return lerr
 	}
-	return s.checkPutBack(ctx, name, idOf(info.Stamp), es)
+	return s.checkPutBack(ctx, name, info.ID, es)
 }
 
 // getStrict is Get under Options.RejectRollback: the object's history

@@ -22,8 +22,8 @@ func testPutBackManyAndUpdate(t *testing.T, b backend.Backend) {
 	wantPutBack := func(what string, err error) {
 		t.Helper()
 		var pb *store.PutBackError
-		if !errors.Is(err, store.ErrPutBack) || !errors.As(err, &pb) || pb.Current != storeadmin.IDOf(old.Stamp) || pb.Newer != storeadmin.IDOf(cur.Stamp) {
-			t.Errorf("%s = %v, want a PutBackError naming %s and %s", what, err, storeadmin.IDOf(old.Stamp), storeadmin.IDOf(cur.Stamp))
+		if !errors.Is(err, store.ErrPutBack) || !errors.As(err, &pb) || pb.Current != old.ID || pb.Newer != cur.ID {
+			t.Errorf("%s = %v, want a PutBackError naming %s and %s", what, err, old.ID, cur.ID)
 		}
 	}
 	strict := strictStore(t, b, k)

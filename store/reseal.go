@@ -48,6 +48,6 @@ func (s *Store) reseal(ctx context.Context, obj object) (Info, error) {
 	}
 	s.c.metrics.moved(ctx, dirWrite, len(sealed))
 	info := s.info(name, o)
-	info.Stamp, _ = envelope.PeekStamp(bound, sealed)
+	info.ID = idOf(st) // the write's own epoch and sequence, kept
 	return info, nil
 }

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storehook"
 )
 
@@ -37,12 +36,15 @@ type Info struct {
 	// produced this Info (zero where the backend cannot tell): the
 	// object's age is Now − ModTime, judged on one clock.
 	Now time.Time
-	// Stamp is what the object's authenticated header says about the
-	// write that made it (the manifest generation, the writer's epoch and
-	// write sequence), when the object was read and opened (Get,
-	// GetMany, Update) or written (Put, Update) through
-	// a connected store; zero from List and Stat, which open nothing.
-	Stamp envelope.Stamp
+	// ID is the version the object's authenticated header names: the
+	// fencing epoch and write sequence of the write that made it, what
+	// [Store.History] lists and [Store.GetVersion] and [Store.Restore]
+	// take. It is set when the object was read and opened (Get, GetMany,
+	// Update, GetVersion) or written (Put, Update, Restore) through a
+	// connected store; zero from List and Stat, which open nothing, and
+	// for an object written by no lock holder (History names such a
+	// version by its time, see [VersionID]).
+	ID VersionID
 }
 
 // Options configure a Store. The zero value is usable.
@@ -241,7 +243,7 @@ func (s *Store) get(ctx context.Context, key, name string) ([]byte, Info, error)
 		return nil, Info{}, err
 	}
 	info := s.info(name, obj)
-	info.Stamp = opened.Stamp
+	info.ID = idOf(opened.Stamp)
 	return plain, info, nil
 }
 
@@ -298,7 +300,7 @@ func (s *Store) putWith(ctx context.Context, key, name string, data []byte, opts
 	if err != nil {
 		return Info{}, err
 	}
-	info.Stamp = stamp
+	info.ID = idOf(stamp)
 	return info, nil
 }
 

@@ -144,7 +144,7 @@ func (s *Store) putUpload(ctx context.Context, u *upload, opts PutOptions) (_ In
 		if err != nil {
 			return Info{}, err
 		}
-		info.Stamp = stamp
+		info.ID = idOf(stamp)
 		return info, nil
 	}
 	obj, err := s.send(ctx, w)
@@ -153,7 +153,7 @@ func (s *Store) putUpload(ctx context.Context, u *upload, opts PutOptions) (_ In
 	}
 	s.c.metrics.moved(ctx, dirWrite, int(size))
 	info := s.info(u.name, obj)
-	info.Stamp = stamp
+	info.ID = idOf(stamp)
 	return info, nil
 }
 
@@ -229,7 +229,7 @@ func (s *Store) GetReader(ctx context.Context, name string) (_ io.ReadCloser, _ 
 		return nil, Info{}, fmt.Errorf("store: get %q: %w: %w", name, ErrUnreadable, err)
 	}
 	info := s.info(name, obj)
-	info.Stamp = opened.Stamp
+	info.ID = idOf(opened.Stamp)
 	ok = true
 	return &plainReader{r: r, spool: spool, name: name}, info, nil
 }

@@ -41,8 +41,11 @@ func TestPutReaderGetReader_InteroperateWithPutAndGet(t *testing.T) {
 			if err != nil {
 				t.Fatalf("PutReader(%d bytes): %v", size, err)
 			}
-			if info.Stamp.Epoch != 4 || info.Stamp.Sequence == 0 || info.Stamp.Generation != 1 {
-				t.Errorf("PutReader stamped %+v", info.Stamp)
+			if info.ID.Epoch != 4 || info.ID.Sequence == 0 {
+				t.Errorf("PutReader made version %s", info.ID)
+			}
+			if hdr, err := envelope.PeekHeader("big", rawGet(t, b, store.Prefix+"big")); err != nil || hdr.Stamp != (envelope.Stamp{Generation: 1, Epoch: 4, Sequence: info.ID.Sequence}) {
+				t.Errorf("PutReader stamped %+v, %v", hdr.Stamp, err)
 			}
 			got, gotInfo, err := st.Get(ctx, "big")
 			if err != nil || !bytes.Equal(got, val) || !sameObject(gotInfo, info) {

@@ -142,7 +142,7 @@ func (s *Store) check(ctx context.Context, name string, budget *byteBudget, hasM
 		c.Err = err
 	} else {
 		c.Opened = opened
-		c.Info.Stamp = opened.Stamp
+		c.Info.ID = idOf(opened.Stamp)
 		c.OutsideSet = hasManifest && !opened.SameRecipients
 	}
 	if len(recovery) > 0 {

@@ -11,7 +11,7 @@ import (
 
 // VersionID names one version of a state object in its history: the
 // fencing epoch and write sequence of the write that made it, from the
-// object's stamp ([Info].Stamp). Its text form is "E.S" in decimal
+// object's authenticated header ([Info].ID). Its text form is "E.S" in decimal
 // ("7.42"): what `cairn-state history` lists and `get --version` and
 // `restore` take. Ids order as the writes did, epoch first (ADR 0040);
 // compare them with [VersionID.Compare], never as text.

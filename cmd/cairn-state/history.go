@@ -122,7 +122,7 @@ func runRestore(ctx context.Context, a *app, args []string) error {
 		if err != nil {
 			return err
 		}
-		written := storeadmin.IDOf(res.Written.Stamp).String()
+		written := res.Written.ID.String()
 		if a.json {
 			doc := restoreDoc{Name: name, Restored: res.From.String(), Version: written, Lock: lockOf(l)}
 			if res.Replaced != nil {

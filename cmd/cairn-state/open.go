@@ -162,7 +162,7 @@ func (a *app) bootOptions(root string) (boot.Options, error) {
 		if err != nil {
 			return o, usagef("--store-id (or %s): %v", state.EnvStoreID, err)
 		}
-		o.StoreID = id
+		o.StoreID = id.String()
 	}
 	return o, nil
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
@@ -41,8 +40,8 @@ type Options struct {
 	// nothing else (store.ConnectOptions.New): `cairn-state init`. No
 	// other command creates a store.
 	Create, New bool
-	// StoreID pins the store (zero: none).
-	StoreID envelope.StoreID
+	// StoreID pins the store (store.ConnectOptions.StoreID; empty: none).
+	StoreID string
 	// RequireConfiguredRecipients: store.ConnectOptions'.
 	RequireConfiguredRecipients bool
 	// Lock are the lock's options; its Mode is set from the store's

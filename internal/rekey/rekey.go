@@ -117,9 +117,9 @@ type Options struct {
 	// Root and MaxObjectSize are the store's options (store.Options).
 	Root          string
 	MaxObjectSize int64
-	// StoreID, when not zero, pins the store (store.ConnectOptions.StoreID):
+	// StoreID, when not empty, pins the store (store.ConnectOptions.StoreID):
 	// another store is refused before anything is read or written.
-	StoreID envelope.StoreID
+	StoreID string
 	// Location names the store in messages (store.ConnectOptions.Location).
 	Location string
 
@@ -308,7 +308,7 @@ func Run(ctx context.Context, b backend.Backend, o Options) (Result, error) {
 		// above the generation its header claims, so that every object
 		// re-sealed by this run is of a newer generation than any before.
 		res.PreviousGeneration = claimedGeneration(ctx, st)
-		created, ok := storeadmin.StoreIDTime(st.StoreID())
+		created, ok := storeadmin.StoreIDTime(storeadmin.StoreID(st))
 		if !ok {
 			created = time.Now().UTC().Truncate(time.Millisecond)
 		}
@@ -317,7 +317,7 @@ func Run(ctx context.Context, b backend.Backend, o Options) (Result, error) {
 		if caps.ConditionalWrites {
 			mode = storemeta.LockModeCAS
 		}
-		next = storemeta.Manifest{ID: st.StoreID(), Created: created, Recipients: target, Generation: res.PreviousGeneration + 1,
+		next = storemeta.Manifest{ID: storeadmin.StoreID(st), Created: created, Recipients: target, Generation: res.PreviousGeneration + 1,
 			LockMode: mode, Storage: "rebuilt by a rekey through a recovery identity; " + caps.Evidence, CopySourceConditions: caps.CopySourceConditions}
 		o.Logger.Warn("rekey: no identity opens the store's manifest; writing a new one for the store id its header carries, with the new recipients",
 			"store_id", next.ID, "generation", next.Generation)

@@ -71,13 +71,13 @@ var (
 	keptVersions  = storehook.Func[func(*store.Store) int]("KeptVersions")
 	lastKept      = storehook.Func[func(*store.Store, context.Context, string) (store.VersionID, bool, error)]("LastKept")
 	root          = storehook.Func[func(*store.Store) string]("Root")
+	storeID       = storehook.Func[func(*store.Store) envelope.StoreID]("StoreID")
 	withFence     = storehook.Func[func(*store.Store, storehook.Fence) *store.Store]("WithFence")
 	getObject     = storehook.Func[func(*store.Store, context.Context, string) (Object, error)]("GetObject")
 	verify        = storehook.Func[func(*store.Store, context.Context, VerifyOptions, func(Check) error) error]("Verify")
 	historyUsage  = storehook.Func[func(*store.Store, context.Context) (HistoryUsage, error)]("HistoryUsage")
 	putBackOf     = storehook.Func[func(error) (current, newer store.VersionID, deleted, ok bool)]("PutBackOf")
 	open          = storehook.Func[func(backend.Backend, storehook.Sealer, store.Options) (*store.Store, error)]("Open")
-	idOf          = storehook.Func[func(envelope.Stamp) store.VersionID]("IDOf")
 	storeIDTime   = storehook.Func[func(envelope.StoreID) (time.Time, bool)]("StoreIDTime")
 	isHistory     = storehook.Func[func(string) bool]("IsHistoryRecord")
 	validateName  = storehook.Func[func(string) error]("ValidateName")
@@ -124,11 +124,12 @@ func Open(b backend.Backend, s Sealer, opts store.Options) (*store.Store, error)
 	return open(b, s, opts)
 }
 
+// StoreID returns the id s's objects are bound to (store.Store.StoreID's,
+// as the envelope's type); zero for a store without a manifest.
+func StoreID(s *store.Store) envelope.StoreID { return storeID(s) }
+
 // Root returns the store's normalized root prefix ("" when none).
 func Root(s *store.Store) string { return root(s) }
-
-// IDOf returns the id of the version an object's stamp names.
-func IDOf(st envelope.Stamp) store.VersionID { return idOf(st) }
 
 // StoreIDTime returns the creation time a store id made by package store
 // carries in its first 6 bytes. It is not authenticated when the id was
