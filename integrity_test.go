@@ -17,6 +17,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
@@ -63,8 +64,8 @@ func TestOpen_MigrationLogDeleted_RefusedNamingIt_SeedNotRerun(t *testing.T) {
 		if got, _, err := st.Get(ctx, "admin/password"); err != nil || string(got) != "changed" {
 			t.Fatalf("admin/password = %q, %v: the seed ran again", got, err)
 		}
-		if _, err := migrate.Applied(ctx, st); !errors.Is(err, migrate.ErrLogMissing) {
-			t.Errorf("migrate.Applied without the log = %v, want ErrLogMissing", err)
+		if _, err := migratelog.Applied(ctx, st); !errors.Is(err, migrate.ErrLogMissing) {
+			t.Errorf("migratelog.Applied without the log = %v, want ErrLogMissing", err)
 		}
 	})
 }

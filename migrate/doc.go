@@ -24,9 +24,11 @@
 // # The log
 //
 // The log is one sealed JSON object under the reserved state name
-// ".migrations", read with [Applied] (what `cairn-state migrate
-// status` shows). [Plan] lists each step of a slice with its state without
-// writing anything, for a dry run.
+// ".migrations": each step's state (pending, started, failed, applied),
+// attempts, times, the lock holder that ran it and the notes of
+// MarkApplied and MarkPending. `cairn-state migrate status` shows it; an
+// interrupted step's [InterruptedError] names its ID. [Run] returns what
+// it did ([Result]), and [Logger] gives a step the Run's logger.
 //
 // # Legacy state
 //

@@ -49,13 +49,15 @@ func ExampleRun() {
 	}
 	fmt.Println("ran:", res.Ran)
 
-	steps, _ := migrate.Plan(ctx, st, ms)
-	for _, s := range steps {
-		fmt.Printf("%s: %s\n", s.ID, s.State)
+	// The log remembers: the next boot runs nothing.
+	res, err = migrate.Run(ctx, lk, st, ms, migrate.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
 	}
+	fmt.Println("ran:", res.Ran, "already applied:", res.AlreadyApplied)
 	// Output:
 	// ran: [0001-default-greeting]
-	// 0001-default-greeting: applied
+	// ran: [] already applied: 1
 }
 
 // Importing an application's former on-disk state once, as the first

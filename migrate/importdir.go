@@ -169,7 +169,7 @@ func importFile(ctx context.Context, st *store.Store, file, name string) (int64,
 		return n, false, fmt.Errorf("legacy import of %s: %w: %q (%d bytes in state, %d in the file); "+
 			"refusing to overwrite it: remove one of the two (`cairn-state rm %s` or delete the file) and start again",
 			file, ErrImportConflict, name, len(cur), n, name)
-	case !isNotFound(err):
+	case !errors.Is(err, store.ErrNotFound):
 		return n, false, fmt.Errorf("legacy import of %s: reading %q: %w", file, name, err)
 	}
 	// IfAbsent where the backend can enforce it, so that a value written

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/migrate"
@@ -157,7 +158,7 @@ func TestImportDir_MissingDirectory_FailsNamingIt_NotRecorded_ThenImportsOnceItI
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "ImportDirIfPresent") {
 		t.Fatalf("a missing legacy directory: %v, want an error naming it and the way out", err)
 	}
-	if states(t, st)[m.ID] == migrate.StateApplied {
+	if states(t, st)[m.ID] == migratelog.StateApplied {
 		t.Fatal("recorded as applied although nothing was imported")
 	}
 	// The volume is mounted: the next boot imports it.
@@ -170,7 +171,7 @@ func TestImportDir_MissingDirectory_FailsNamingIt_NotRecorded_ThenImportsOnceItI
 	if _, err := migrate.Run(ctx, l, st, []migrate.Migration{m}, migrate.Options{Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	if states(t, st)[m.ID] != migrate.StateApplied || get(t, st, "token") != "t0k" {
+	if states(t, st)[m.ID] != migratelog.StateApplied || get(t, st, "token") != "t0k" {
 		t.Fatal("the directory mounted late was not imported")
 	}
 }
@@ -185,7 +186,7 @@ func TestImportDirIfPresent_MissingDirectory_ImportsNothing_AppliedSayingSo(t *t
 	if _, err := migrate.Run(ctx, l, st, []migrate.Migration{m}, migrate.Options{Logger: logs.logger()}); err != nil {
 		t.Fatal(err)
 	}
-	if states(t, st)[m.ID] != migrate.StateApplied {
+	if states(t, st)[m.ID] != migratelog.StateApplied {
 		t.Fatal("not recorded as applied")
 	}
 	if n := len(versions(t, st)); n != 0 {

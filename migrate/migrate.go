@@ -9,13 +9,10 @@ import (
 	"unicode"
 
 	"github.com/cairnhq/state/internal/lockadmin"
-	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
-
-// logName is the reserved state name of the migration log.
-const logName = storemeta.MigrationLogName
 
 // maxIDLen bounds a migration ID; IDs are names for humans, not payloads.
 const maxIDLen = 200
@@ -37,46 +34,6 @@ type Migration struct {
 	// interrupted. Run then stops with an *InterruptedError instead of
 	// re-running it.
 	NonRepeatable bool
-}
-
-// State is where a migration stands.
-type State string
-
-const (
-	// StatePending means the step has never started, or an operator
-	// called MarkPending after it was interrupted.
-	StatePending State = "pending"
-	// StateStarted means the step was recorded as started and never
-	// recorded as finished: its process died (or lost the lock) while Up
-	// ran.
-	StateStarted State = "started"
-	// StateFailed means Up returned an error.
-	StateFailed State = "failed"
-	// StateApplied means Up returned nil (or an operator called
-	// MarkApplied).
-	StateApplied State = "applied"
-)
-
-// Record is one migration's entry in the log.
-type Record struct {
-	ID          string `json:"id"`
-	Description string `json:"description,omitempty"`
-	State       State  `json:"state"`
-	// NonRepeatable is copied from the Migration when it last started.
-	NonRepeatable bool `json:"non_repeatable,omitempty"`
-	// Attempts counts the times Up was started.
-	Attempts int `json:"attempts"`
-	// StartedAt and FinishedAt are on the local clock of the instance that
-	// ran the step; they are for people, nothing compares them.
-	StartedAt  time.Time `json:"started_at,omitzero"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	// InstanceID and Epoch identify the lock holder that last ran the step.
-	InstanceID string `json:"instance_id,omitempty"`
-	Epoch      uint64 `json:"epoch,omitempty"`
-	// Error is the error Up last returned (StateFailed).
-	Error string `json:"error,omitempty"`
-	// Note is set by MarkApplied and MarkPending.
-	Note string `json:"note,omitempty"`
 }
 
 // Options configure Run.
@@ -121,14 +78,18 @@ var (
 // InterruptedError reports a non-repeatable step that started and never
 // finished. It matches ErrInterrupted with errors.Is.
 type InterruptedError struct {
-	Record Record
+	// ID is the step's Migration.ID: what MarkApplied and MarkPending
+	// take.
+	ID string
+	// rec is the step's record in the log, for the message.
+	rec migratelog.Record
 }
 
 // Error tells what happened and the exact calls that resolve it.
 func (e *InterruptedError) Error() string {
-	r := e.Record
+	r := e.rec
 	how := "was started"
-	if r.State == StateFailed {
+	if r.State == migratelog.StateFailed {
 		how = fmt.Sprintf("failed (%s)", r.Error)
 	} else {
 		how += " and never finished"
@@ -142,53 +103,6 @@ func (e *InterruptedError) Error() string {
 
 // Is reports whether target is ErrInterrupted.
 func (e *InterruptedError) Is(target error) bool { return target == ErrInterrupted }
-
-// Step is one migration of a slice with its state in the log.
-type Step struct {
-	ID            string
-	Description   string
-	NonRepeatable bool
-	// State is StatePending when the log has no record of the step.
-	State State
-	// Record is the log entry, nil when pending.
-	Record *Record
-}
-
-// Plan lists every migration of ms with its state, without writing
-// anything and without needing the lock: a dry run of Run. Steps whose
-// State is not StateApplied are the ones Run would run (or, for an
-// interrupted non-repeatable step, stop at).
-func Plan(ctx context.Context, st *store.Store, ms []Migration) ([]Step, error) {
-	if err := validate(ms); err != nil {
-		return nil, err
-	}
-	lg, _, err := readLog(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	steps := make([]Step, 0, len(ms))
-	for _, m := range ms {
-		s := Step{ID: m.ID, Description: m.Description, NonRepeatable: m.NonRepeatable, State: StatePending}
-		if r := lg.find(m.ID); r != nil {
-			rc := *r
-			s.State, s.Record = rc.State, &rc
-		}
-		steps = append(steps, s)
-	}
-	return steps, nil
-}
-
-// Applied returns every record of the migration log in the order the steps
-// first started, whatever their state (see Record.State). It needs no lock
-// and no list of migrations: it is what `cairn-state migrate status`
-// shows. An absent log gives an empty slice.
-func Applied(ctx context.Context, st *store.Store) ([]Record, error) {
-	lg, _, err := readLog(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	return lg.Records, nil
-}
 
 // Run runs, in order, every migration of ms that the log does not record as
 // applied, while l is held. It refuses to start unless l.Err() is nil, and
@@ -210,7 +124,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	if logger == nil {
 		logger = slog.Default()
 	}
-	lg, exists, err := readLog(ctx, st)
+	lg, exists, err := migratelog.Read(ctx, st)
 	if err != nil {
 		return res, err
 	}
@@ -221,7 +135,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 			return res, fmt.Errorf("migrations: %w", err)
 		}
 	}
-	if unknown := lg.unknownApplied(ms); len(unknown) > 0 {
+	if unknown := unknownApplied(lg, ms); len(unknown) > 0 {
 		if !opts.AllowUnknown {
 			return res, fmt.Errorf("migrations: %w: %q are recorded as applied in %s but are not in the list given to Run "+
 				"(was the state migrated by a newer version?); set Options.AllowUnknown to proceed anyway",
@@ -243,7 +157,7 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	rec := l.Record()
 	pending := 0
 	for _, m := range ms {
-		if r := lg.find(m.ID); r == nil || r.State != StateApplied {
+		if r := lg.Find(m.ID); r == nil || r.State != migratelog.StateApplied {
 			pending++
 		}
 	}
@@ -255,20 +169,20 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	logger.Info("migrations: starting", "pending", pending, "applied", len(ms)-pending)
 
 	for i, m := range ms {
-		prev := lg.find(m.ID)
-		if prev != nil && prev.State == StateApplied {
+		prev := lg.Find(m.ID)
+		if prev != nil && prev.State == migratelog.StateApplied {
 			res.AlreadyApplied++
 			continue
 		}
-		interrupted := prev != nil && prev.State != StatePending
-		if later := lg.appliedAfter(ms[i+1:]); later != "" && !interrupted {
+		interrupted := prev != nil && prev.State != migratelog.StatePending
+		if later := appliedAfter(lg, ms[i+1:]); later != "" && !interrupted {
 			logger.Warn("migration was added before one that is already applied; running it now",
 				"id", m.ID, "already_applied", later)
 		}
 		if interrupted {
 			if m.NonRepeatable {
 				r := *prev
-				return res, fmt.Errorf("migrations: %w", &InterruptedError{Record: r})
+				return res, fmt.Errorf("migrations: %w", &InterruptedError{ID: r.ID, rec: r})
 			}
 			logger.Warn("migration did not finish before; running it again (migrations are idempotent by contract)",
 				"id", m.ID, "previous_state", prev.State, "started_at", prev.StartedAt,
@@ -283,10 +197,10 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 		}
 
 		started := time.Now().UTC()
-		_, err = updateLog(ctx, fenced, func(lg *logDoc) error {
-			r := lg.upsert(m.ID)
+		_, err = updateLog(ctx, fenced, func(lg *migratelog.Log) error {
+			r := lg.Upsert(m.ID)
 			r.Description = m.Description
-			r.State = StateStarted
+			r.State = migratelog.StateStarted
 			r.NonRepeatable = m.NonRepeatable
 			r.Attempts++
 			r.StartedAt = started
@@ -312,9 +226,9 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 			// the lock may be the reason for the failure. Either way the
 			// next Run sees a step that did not finish.
 			wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if _, werr := updateLog(wctx, fenced, func(lg *logDoc) error {
-				r := lg.upsert(m.ID)
-				r.State = StateFailed
+			if _, werr := updateLog(wctx, fenced, func(lg *migratelog.Log) error {
+				r := lg.Upsert(m.ID)
+				r.State = migratelog.StateFailed
 				r.FinishedAt = time.Now().UTC()
 				r.Error = upErr.Error()
 				return nil
@@ -326,9 +240,9 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 			return res, fmt.Errorf("migration %q (%s): %w", m.ID, m.Description, upErr)
 		}
 
-		lg, err = updateLog(ctx, fenced, func(lg *logDoc) error {
-			r := lg.upsert(m.ID)
-			r.State = StateApplied
+		lg, err = updateLog(ctx, fenced, func(lg *migratelog.Log) error {
+			r := lg.Upsert(m.ID)
+			r.State = migratelog.StateApplied
 			r.FinishedAt = time.Now().UTC()
 			return nil
 		})
@@ -356,22 +270,22 @@ func callUp(ctx context.Context, m Migration, st *store.Store) (err error) {
 // resolution for an interrupted non-repeatable step whose effects an
 // operator found complete. note is kept in the log. It needs the lock.
 func MarkApplied(ctx context.Context, l *lock.Lock, st *store.Store, id, note string) error {
-	return resolve(ctx, l, st, id, StateApplied, note)
+	return resolve(ctx, l, st, id, migratelog.StateApplied, note)
 }
 
 // MarkPending records the step id as pending so that the next Run runs it
 // again from the start, even when it is non-repeatable. note is kept in the
 // log. It needs the lock.
 func MarkPending(ctx context.Context, l *lock.Lock, st *store.Store, id, note string) error {
-	return resolve(ctx, l, st, id, StatePending, note)
+	return resolve(ctx, l, st, id, migratelog.StatePending, note)
 }
 
-func resolve(ctx context.Context, l *lock.Lock, st *store.Store, id string, to State, note string) error {
+func resolve(ctx context.Context, l *lock.Lock, st *store.Store, id string, to migratelog.State, note string) error {
 	if err := held(l, st); err != nil {
 		return err
 	}
-	_, err := updateLog(ctx, l.Fence(st), func(lg *logDoc) error {
-		r := lg.find(id)
+	_, err := updateLog(ctx, l.Fence(st), func(lg *migratelog.Log) error {
+		r := lg.Find(id)
 		if r == nil {
 			return ErrNoSuchMigration
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
@@ -91,13 +92,13 @@ func get(t testing.TB, st *store.Store, name string) string {
 	return string(v)
 }
 
-func states(t testing.TB, st *store.Store) map[string]migrate.State {
+func states(t testing.TB, st *store.Store) map[string]migratelog.State {
 	t.Helper()
-	recs, err := migrate.Applied(context.Background(), st)
+	recs, err := migratelog.Applied(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(map[string]migrate.State)
+	out := make(map[string]migratelog.State)
 	for _, r := range recs {
 		out[r.ID] = r.State
 	}
@@ -129,7 +130,7 @@ func TestRun_WithoutHeldLock_RefusesAndWritesNothing(t *testing.T) {
 	if calls != 0 {
 		t.Fatalf("Up called %d times without the lock", calls)
 	}
-	if recs, err := migrate.Applied(ctx, st); err != nil || len(recs) != 0 {
+	if recs, err := migratelog.Applied(ctx, st); err != nil || len(recs) != 0 {
 		t.Fatalf("log after refused runs: %v, %v; want empty", recs, err)
 	}
 }
@@ -152,7 +153,7 @@ func TestRun_LockOfAnotherStore_RefusesAndWritesNothing(t *testing.T) {
 	if err := migrate.MarkApplied(ctx, l, st, "0001", "by hand"); !errors.Is(err, migrate.ErrLockNotHeld) {
 		t.Fatalf("MarkApplied under another store's lock: err = %v, want ErrLockNotHeld", err)
 	}
-	if recs, err := migrate.Applied(ctx, st); err != nil || len(recs) != 0 {
+	if recs, err := migratelog.Applied(ctx, st); err != nil || len(recs) != 0 {
 		t.Fatalf("log after refused calls: %v, %v; want empty", recs, err)
 	}
 
@@ -192,12 +193,12 @@ func TestRun_PendingSteps_RunInOrderOnceAndAreRecorded(t *testing.T) {
 	if len(res.Ran) != 3 || len(res.Rerun) != 0 || res.AlreadyApplied != 0 {
 		t.Fatalf("result = %+v", res)
 	}
-	recs, err := migrate.Applied(ctx, st)
+	recs, err := migratelog.Applied(ctx, st)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, r := range recs {
-		if r.ID != ms[i].ID || r.State != migrate.StateApplied || r.Attempts != 1 ||
+		if r.ID != ms[i].ID || r.State != migratelog.StateApplied || r.Attempts != 1 ||
 			r.InstanceID != "pod-a" || r.Epoch != l.Record().Epoch || r.Description != ms[i].Description ||
 			r.StartedAt.IsZero() || r.FinishedAt.Before(r.StartedAt) {
 			t.Errorf("record %d = %+v", i, r)
@@ -246,10 +247,10 @@ func TestRun_StepFails_RecordsFailureStopsAndNextRunRetries(t *testing.T) {
 		t.Fatal("a step after the failed one ran")
 	}
 	got := states(t, st)
-	if got["0001"] != migrate.StateApplied || got["0002"] != migrate.StateFailed || got["0003"] != "" {
+	if got["0001"] != migratelog.StateApplied || got["0002"] != migratelog.StateFailed || got["0003"] != "" {
 		t.Fatalf("states = %v", got)
 	}
-	recs, _ := migrate.Applied(ctx, st)
+	recs, _ := migratelog.Applied(ctx, st)
 	if !strings.Contains(recs[1].Error, "disk on fire") {
 		t.Fatalf("failed record's error = %q", recs[1].Error)
 	}
@@ -266,8 +267,8 @@ func TestRun_StepFails_RecordsFailureStopsAndNextRunRetries(t *testing.T) {
 	if !strings.Contains(logs.String(), "running it again") || !strings.Contains(logs.String(), "disk on fire") {
 		t.Fatalf("the re-run is not explained in the log:\n%s", logs)
 	}
-	recs, _ = migrate.Applied(ctx, st)
-	if recs[1].State != migrate.StateApplied || recs[1].Attempts != 2 || recs[1].Error != "" {
+	recs, _ = migratelog.Applied(ctx, st)
+	if recs[1].State != migratelog.StateApplied || recs[1].Attempts != 2 || recs[1].Error != "" {
 		t.Fatalf("record after retry = %+v", recs[1])
 	}
 }
@@ -293,8 +294,8 @@ func TestRun_FailedNonRepeatableStep_StopsWithErrorNamingTheRecoveryCalls(t *tes
 
 	_, err := migrate.Run(ctx, l, st, ms, migrate.Options{Logger: quietLogger()})
 	var ie *migrate.InterruptedError
-	if !errors.Is(err, migrate.ErrInterrupted) || !errors.As(err, &ie) {
-		t.Fatalf("second run: err = %v, want *InterruptedError", err)
+	if !errors.Is(err, migrate.ErrInterrupted) || !errors.As(err, &ie) || ie.ID != "0007-rewrite" {
+		t.Fatalf("second run: err = %v, want *InterruptedError naming 0007-rewrite", err)
 	}
 	for _, want := range []string{`"0007-rewrite"`, "half done", "pod-a",
 		`migrate.MarkApplied(ctx, lk, st, "0007-rewrite", note)`, `migrate.MarkPending(ctx, lk, st, "0007-rewrite", note)`} {
@@ -313,7 +314,7 @@ func TestRun_FailedNonRepeatableStep_StopsWithErrorNamingTheRecoveryCalls(t *tes
 	if _, err := migrate.Run(ctx, l, st, ms, migrate.Options{Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	if calls != 2 || states(t, st)["0007-rewrite"] != migrate.StateApplied {
+	if calls != 2 || states(t, st)["0007-rewrite"] != migratelog.StateApplied {
 		t.Fatalf("after MarkPending: calls %d, states %v", calls, states(t, st))
 	}
 }
@@ -335,8 +336,8 @@ func TestMarkApplied_ResolvesInterruptedStepWithoutRunningIt(t *testing.T) {
 	if _, err := migrate.Run(ctx, l, st, ms, migrate.Options{Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := migrate.Applied(ctx, st)
-	if calls != 1 || recs[0].State != migrate.StateApplied || recs[0].Note != "effects verified by hand" {
+	recs, _ := migratelog.Applied(ctx, st)
+	if calls != 1 || recs[0].State != migratelog.StateApplied || recs[0].Note != "effects verified by hand" {
 		t.Fatalf("calls %d, record %+v", calls, recs[0])
 	}
 	if err := migrate.MarkApplied(ctx, l, st, "0099", ""); !errors.Is(err, migrate.ErrNoSuchMigration) {
@@ -344,38 +345,6 @@ func TestMarkApplied_ResolvesInterruptedStepWithoutRunningIt(t *testing.T) {
 	}
 	if err := migrate.MarkApplied(ctx, nil, st, "0001", ""); !errors.Is(err, migrate.ErrLockNotHeld) {
 		t.Fatalf("MarkApplied without lock: %v", err)
-	}
-}
-
-func TestPlan_ListsEachStepsStateWithoutWriting(t *testing.T) {
-	ctx := context.Background()
-	st := newStore(t)
-	l := acquire(t, st, "pod-a")
-	n := 0
-	ms := []migrate.Migration{put("0001", "a", "1", &n), put("0002", "b", "2", &n)}
-	if _, err := migrate.Run(ctx, l, st, ms[:1], migrate.Options{Logger: quietLogger()}); err != nil {
-		t.Fatal(err)
-	}
-	ms = append(ms, migrate.Migration{ID: "0003", NonRepeatable: true, Up: func(context.Context, *store.Store) error { return nil }})
-
-	before, _ := migrate.Applied(ctx, st)
-	steps, err := migrate.Plan(ctx, st, ms)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, s := range steps {
-		got = append(got, fmt.Sprintf("%s=%s", s.ID, s.State))
-	}
-	if strings.Join(got, " ") != "0001=applied 0002=pending 0003=pending" {
-		t.Fatalf("plan = %v", got)
-	}
-	if steps[0].Record == nil || steps[1].Record != nil || !steps[2].NonRepeatable {
-		t.Fatalf("plan details = %+v", steps)
-	}
-	after, _ := migrate.Applied(ctx, st)
-	if n != 1 || len(after) != len(before) {
-		t.Fatalf("Plan wrote or ran something: calls %d, log %v → %v", n, before, after)
 	}
 }
 
@@ -418,9 +387,6 @@ func TestRun_InvalidMigrationList_IsRefusedBeforeAnythingRuns(t *testing.T) {
 			_, err := migrate.Run(context.Background(), l, st, c.ms, migrate.Options{Logger: quietLogger()})
 			if !errors.Is(err, migrate.ErrInvalidMigration) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want ErrInvalidMigration saying %q", err, c.want)
-			}
-			if _, err := migrate.Plan(context.Background(), st, c.ms); !errors.Is(err, migrate.ErrInvalidMigration) {
-				t.Fatalf("Plan: err = %v", err)
 			}
 		})
 	}
@@ -474,7 +440,7 @@ func testRunLockLostDuringStep(t *testing.T) {
 	if _, _, err := st.Get(ctx, "late"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the write after loss landed: %v", err)
 	}
-	if s := states(t, st)["0001-long"]; s != migrate.StateStarted {
+	if s := states(t, st)["0001-long"]; s != migratelog.StateStarted {
 		t.Fatalf("state after loss = %q, want started (the fence refused the failure record)", s)
 	}
 }

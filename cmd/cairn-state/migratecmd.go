@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/cairnhq/state/migrate"
+	"github.com/cairnhq/state/internal/migratelog"
 )
 
 type migrateStatusDoc struct {
 	// Migrations are the log's records in the order they first started.
-	Migrations []migrate.Record `json:"migrations"`
-	Applied    int              `json:"applied"`
+	Migrations []migratelog.Record `json:"migrations"`
+	Applied    int                 `json:"applied"`
 	// Unfinished counts records not applied: started (interrupted),
 	// failed, or marked pending again by an operator.
 	Unfinished int `json:"unfinished"`
@@ -31,16 +31,16 @@ func runMigrateStatus(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	recs, err := migrate.Applied(ctx, st)
+	recs, err := migratelog.Applied(ctx, st)
 	if err != nil {
 		return fmt.Errorf("migrate status: %w", err)
 	}
 	doc := migrateStatusDoc{Migrations: recs}
 	if doc.Migrations == nil {
-		doc.Migrations = []migrate.Record{}
+		doc.Migrations = []migratelog.Record{}
 	}
 	for _, r := range recs {
-		if r.State == migrate.StateApplied {
+		if r.State == migratelog.StateApplied {
 			doc.Applied++
 		} else {
 			doc.Unfinished++
@@ -69,9 +69,9 @@ func runMigrateStatus(ctx context.Context, a *app, args []string) error {
 	a.printf("%d applied, %d not finished\n", doc.Applied, doc.Unfinished)
 	for _, r := range recs {
 		switch r.State {
-		case migrate.StateStarted:
+		case migratelog.StateStarted:
 			a.printf("%s was interrupted; %s\n", r.ID, nextBoot(r))
-		case migrate.StateFailed:
+		case migratelog.StateFailed:
 			a.printf("%s failed: %s\n", r.ID, r.Error)
 		}
 	}
@@ -80,7 +80,7 @@ func runMigrateStatus(ctx context.Context, a *app, args []string) error {
 
 // nextBoot says what the application's next boot does with an interrupted
 // step.
-func nextBoot(r migrate.Record) string {
+func nextBoot(r migratelog.Record) string {
 	if r.NonRepeatable {
 		return "it is non-repeatable, so the next boot stops and asks for migrate.MarkApplied or migrate.MarkPending once the state is inspected"
 	}

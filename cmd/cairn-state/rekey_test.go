@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
@@ -158,7 +159,7 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 		if m.Generation != 3 {
 			t.Errorf("manifest after rekey = %+v, want generation 3", m)
 		}
-		recs, err := migrate.Applied(ctx, newOnly)
+		recs, err := migratelog.Applied(ctx, newOnly)
 		if err != nil || len(recs) != 1 {
 			t.Errorf("migration log with the new key: %v, %v", recs, err)
 		}
@@ -230,7 +231,7 @@ func TestMigrateStatus_ShowsTheLog(t *testing.T) {
 		writeMigrationLog(t, tg, id)
 		doc := decode[migrateStatusDoc](t, tg.cli(t, nil, "migrate", "status", "--identity", id, "--json").must(t, exitOK))
 		if doc.Applied != 1 || doc.Unfinished != 0 || len(doc.Migrations) != 1 ||
-			doc.Migrations[0].ID != "0001-seed" || doc.Migrations[0].State != migrate.StateApplied {
+			doc.Migrations[0].ID != "0001-seed" || doc.Migrations[0].State != migratelog.StateApplied {
 			t.Errorf("migrate status --json = %+v", doc)
 		}
 		r = tg.cli(t, nil, "migrate", "status", "--identity", id).must(t, exitOK)

@@ -27,11 +27,11 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
-	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
@@ -375,11 +375,11 @@ func testKilledMidMigration(t *testing.T, tg target) {
 		t.Fatalf("exit code = %d, want death by signal", code)
 	}
 	st := w.store(t)
-	recs, err := migrate.Applied(context.Background(), st)
+	recs, err := migratelog.Applied(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 2 || recs[0].State != migrate.StateApplied || recs[1].State != migrate.StateStarted {
+	if len(recs) != 2 || recs[0].State != migratelog.StateApplied || recs[1].State != migratelog.StateStarted {
 		t.Fatalf("log after the kill = %+v, want 0001 applied and 0002 started", recs)
 	}
 	if _, ok := w.get(t, "settings/greeting"); !ok {
@@ -403,8 +403,8 @@ func testKilledMidMigration(t *testing.T, tg target) {
 			t.Errorf("%s = %q, want %q", name, got, want)
 		}
 	}
-	recs, _ = migrate.Applied(context.Background(), w.store(t))
-	if recs[1].State != migrate.StateApplied || recs[1].Attempts != 2 {
+	recs, _ = migratelog.Applied(context.Background(), w.store(t))
+	if recs[1].State != migratelog.StateApplied || recs[1].Attempts != 2 {
 		t.Fatalf("record after the clean re-run = %+v", recs[1])
 	}
 }
