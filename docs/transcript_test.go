@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
-	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
@@ -552,19 +552,19 @@ func startSession(owner, t *testing.T, tr *transcript) (*session, string) {
 			}
 			extraPath = append(extraPath, linkDir(owner, "versitygw", bin))
 		case len(f) == 2 && f[0] == "needs" && f[1] == "garage":
-			bin, err := testserver.FindBinary("GARAGE_BIN", "garage", testserver.CachePath("garage-"+garage.Version+"/bin/garage"))
+			bin, err := testserver.FindBinary("GARAGE_BIN", "garage", testserver.CachePath("garage-"+garageserver.Version+"/bin/garage"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if bin == "" {
-				testutil.RequireServer(t, "garage", garage.HowTo)
+				testutil.RequireServer(t, "garage", garageserver.HowTo)
 			}
 			// scripts/install-garage.sh finds it in its cache.
 			cache := owner.TempDir()
-			if err := os.MkdirAll(filepath.Join(cache, "garage-"+garage.Version, "bin"), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Join(cache, "garage-"+garageserver.Version, "bin"), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.Symlink(bin, filepath.Join(cache, "garage-"+garage.Version, "bin", "garage")); err != nil {
+			if err := os.Symlink(bin, filepath.Join(cache, "garage-"+garageserver.Version, "bin", "garage")); err != nil {
 				t.Fatal(err)
 			}
 			extraEnv = append(extraEnv, "CAIRN_CACHE="+cache)

@@ -16,13 +16,13 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
 	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/internal/locktest"
 	"github.com/cairnhq/state/internal/s3diag"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
-	"github.com/cairnhq/state/testutil/garage"
 )
 
 // Garage as its users run it: three nodes, replication factor 3, the
@@ -30,7 +30,7 @@ import (
 
 // clusterBackend is a backend on bucket through the cluster's multi-endpoint
 // URL (failover between the nodes), or through one node's endpoint alone.
-func clusterBackend(t testing.TB, c *garage.Cluster, bucket, endpoint string, responseTimeout time.Duration) backend.Backend {
+func clusterBackend(t testing.TB, c *garageserver.Cluster, bucket, endpoint string, responseTimeout time.Duration) backend.Backend {
 	t.Helper()
 	opts, _, err := s3.ParseURL(c.URL(bucket, ""))
 	if err != nil {
@@ -58,7 +58,7 @@ func clusterBackend(t testing.TB, c *garage.Cluster, bucket, endpoint string, re
 func TestLock_Cluster(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	c := garage.StartCluster(t, 3)
+	c := garageserver.StartCluster(t, 3)
 	h := serverHarness(func(t *testing.T) backend.Backend { return clusterBackend(t, c, c.NewBucket(t), "", 0) })
 	h.RaceTrials, h.DelayedRaceTrials = 10, 1 // the racing test below runs 2 × 10 more on the cluster
 	// Each request pays the quorum's round trips, which took over a second
@@ -134,7 +134,7 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // checkAcksReadBack opens the store on each node's own endpoint and reads
 // every acknowledged write back.
-func checkAcksReadBack(t *testing.T, c *garage.Cluster, bucket string, env *envelope.Envelope, w *fencedWriter, nodes []*garage.Node) {
+func checkAcksReadBack(t *testing.T, c *garageserver.Cluster, bucket string, env *envelope.Envelope, w *fencedWriter, nodes []*garageserver.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -232,7 +232,7 @@ func neverSecondHolder(t *testing.T, st *store.Store, o lock.Options) (stopTryin
 func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	c := garage.StartClusterWith(t, 3, garage.ClusterOptions{RPCTimeout: 2 * time.Second})
+	c := garageserver.StartClusterWith(t, 3, garageserver.ClusterOptions{RPCTimeout: 2 * time.Second})
 	bucket := c.NewBucket(t)
 	env := testkit.Envelope(t) // one key for every instance of the test
 	b := clusterBackend(t, c, bucket, "", 3*time.Second)
@@ -282,7 +282,7 @@ func TestLock_Cluster_NodeKilledUnderTheHolder_KeepsLockWritesLand(t *testing.T)
 func TestLock_Cluster_NodePausedPastStaleWindow_NoSecondHolderNoAckLost(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	c := garage.StartClusterWith(t, 3, garage.ClusterOptions{RPCTimeout: 2 * time.Second})
+	c := garageserver.StartClusterWith(t, 3, garageserver.ClusterOptions{RPCTimeout: 2 * time.Second})
 	bucket := c.NewBucket(t)
 	env := testkit.Envelope(t) // one key for every instance of the test
 	b := clusterBackend(t, c, bucket, "", 3*time.Second)
@@ -331,7 +331,7 @@ func isLostLock(l *lock.Lock) bool {
 func TestLock_Cluster_RacingAcquirers_OneWinnerWithAllNodesAndWithOneDown(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	c := garage.StartCluster(t, 3)
+	c := garageserver.StartCluster(t, 3)
 	env := testkit.Envelope(t) // one key for every instance of the test
 	bucket := c.NewBucket(t)
 	var racers [8]backend.Backend // one client each, as eight instances

@@ -13,6 +13,7 @@ import (
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/backend/s3"
 	"github.com/cairnhq/state/internal/driver"
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
@@ -54,7 +55,7 @@ func BenchmarkSteps(b *testing.B) {
 			return s3b(b, &srv.S3Server, srv.NewBucket(b))
 		}},
 		{"garage-3", func(b *testing.B) backend.Backend {
-			c := garage.StartCluster(b, 3)
+			c := garageserver.StartCluster(b, 3)
 			return s3b(b, &c.S3Server, c.NewBucket(b))
 		}},
 	} {

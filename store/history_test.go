@@ -12,6 +12,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
@@ -212,7 +213,7 @@ func TestHistory_Garage(t *testing.T) {
 }
 
 func TestHistory_GarageCluster(t *testing.T) {
-	c := garage.StartCluster(t, 3)
+	c := garageserver.StartCluster(t, 3)
 	runHistoryTests(t, func(t *testing.T) backend.Backend { return c.Backend(t, c.NewBucket(t)) })
 }
 

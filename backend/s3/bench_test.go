@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -101,7 +102,7 @@ var benchServers = []struct {
 }{
 	{"versitygw", func(tb testing.TB) server { return versitygw.Start(tb) }},
 	{"garage1", func(tb testing.TB) server { return garage.Start(tb) }},
-	{"garage3", func(tb testing.TB) server { return garage.StartCluster(tb, 3) }},
+	{"garage3", func(tb testing.TB) server { return garageserver.StartCluster(tb, 3) }},
 }
 
 func sizeName(n int) string {

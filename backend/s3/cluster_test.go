@@ -18,13 +18,14 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/backendtest"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/testutil/garage"
 )
 
 // clusterBackend opens a backend on bucket of c through the cluster's
 // multi-endpoint URL, as a deployed instance would, with edit applied to
 // the parsed options and its capabilities resolved.
-func clusterBackend(t testing.TB, c *garage.Cluster, bucket string, edit func(*s3.Options)) *s3.Backend {
+func clusterBackend(t testing.TB, c *garageserver.Cluster, bucket string, edit func(*s3.Options)) *s3.Backend {
 	t.Helper()
 	opts, root, err := s3.ParseURL(c.URL(bucket, ""))
 	if err != nil {
@@ -58,7 +59,7 @@ func clusterBackend(t testing.TB, c *garage.Cluster, bucket string, edit func(*s
 // cluster changes (quorum reads and listings, which the other cases do).
 func TestCluster_Conformance(t *testing.T) {
 	t.Parallel() // mostly waits on Garage's round trips: overlap it
-	c := garage.StartCluster(t, 3)
+	c := garageserver.StartCluster(t, 3)
 	backendtest.Run(t, backendtest.Harness{
 		NewBackend: func(t *testing.T) backend.Backend {
 			if path.Base(t.Name()) == "RoundTrip_64MiBObject" {
@@ -135,7 +136,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // checkEveryAckReadsBack reads every acknowledged write from each node
 // given, directly (minio-go on that node's own endpoint), and lists the
 // prefix there.
-func checkEveryAckReadsBack(t *testing.T, w *writer, bucket string, nodes []*garage.Node) {
+func checkEveryAckReadsBack(t *testing.T, w *writer, bucket string, nodes []*garageserver.Node) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -170,7 +171,7 @@ func checkEveryAckReadsBack(t *testing.T, w *writer, bucket string, nodes []*gar
 }
 
 // nodeAt returns the node whose endpoint is ep.
-func nodeAt(t *testing.T, c *garage.Cluster, ep string) *garage.Node {
+func nodeAt(t *testing.T, c *garageserver.Cluster, ep string) *garageserver.Node {
 	t.Helper()
 	n := c.NodeAt(ep)
 	if n == nil {
@@ -183,7 +184,7 @@ func nodeAt(t *testing.T, c *garage.Cluster, ep string) *garage.Node {
 // writes. Writes keep landing on the other nodes, and every acknowledged
 // write reads back from each surviving node.
 func TestCluster_NodeKilledUnderTheClient_WritesContinueNoAckLost(t *testing.T) {
-	c := garage.StartCluster(t, 3)
+	c := garageserver.StartCluster(t, 3)
 	bucket := c.NewBucket(t)
 	b := clusterBackend(t, c, bucket, nil)
 	w := &writer{b: b, prefix: "killed"}
@@ -222,7 +223,7 @@ func TestCluster_NodeKilledUnderTheClient_WritesContinueNoAckLost(t *testing.T) 
 // waits on the paused one answers before the client gives it up too (with
 // Garage's default, 300 s, it would not).
 func TestCluster_NodePausedUnderTheClient_NoAckLostAfterResume(t *testing.T) {
-	c := garage.StartClusterWith(t, 3, garage.ClusterOptions{RPCTimeout: 2 * time.Second})
+	c := garageserver.StartClusterWith(t, 3, garageserver.ClusterOptions{RPCTimeout: 2 * time.Second})
 	bucket := c.NewBucket(t)
 	const responseTimeout = 5 * time.Second
 	b := clusterBackend(t, c, bucket, func(o *s3.Options) { o.ResponseTimeout = responseTimeout })

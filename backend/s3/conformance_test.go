@@ -13,6 +13,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/backendtest"
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
@@ -118,5 +119,5 @@ var (
 	_ server = (*testutil.S3Server)(nil)
 	_ server = (*garage.Server)(nil)
 	_ server = (*versitygw.Server)(nil)
-	_ server = (*garage.Cluster)(nil)
+	_ server = (*garageserver.Cluster)(nil)
 )

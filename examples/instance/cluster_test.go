@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/testutil/garage"
+	"github.com/cairnhq/state/internal/garageserver"
 )
 
 // The example app on a three-node Garage through a URL listing every node
@@ -15,7 +15,7 @@ import (
 // keeps serving — no loss, no exit — and a second instance is still
 // refused, naming it.
 func TestExample_Cluster_NodeKilled_KeepsServing_SecondInstanceRefused(t *testing.T) {
-	c := garage.StartClusterWith(t, 3, garage.ClusterOptions{RPCTimeout: 2 * time.Second})
+	c := garageserver.StartClusterWith(t, 3, garageserver.ClusterOptions{RPCTimeout: 2 * time.Second})
 	tg := target{name: "garage-cluster", env: c.Env(), fresh: func(t *testing.T) (string, backend.Backend, string) {
 		bucket := c.NewBucket(t)
 		return c.URL(bucket, "apps/demo") + "&response_timeout=3s", c.Backend(t, bucket), "apps/demo"

@@ -2,28 +2,17 @@ package garage
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 )
-
-// dockerAnswers reports whether a Docker engine is reachable.
-func dockerAnswers() bool {
-	if _, err := exec.LookPath("docker"); err != nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return exec.CommandContext(ctx, "docker", "info").Run() == nil
-}
 
 // startContainer runs the pinned Garage image with the same configuration
 // and bring-up as process mode, the CLI going through `docker exec`. The
@@ -36,34 +25,34 @@ func startContainer(t testing.TB) *Server {
 	dir := t.TempDir()
 	s3Port := testserver.FreePort(t)
 	cfgPath := filepath.Join(dir, "garage.toml")
-	cfg := config("/var/lib/garage/meta", "/var/lib/garage/data", "127.0.0.1:3901", "127.0.0.1:3901", "0.0.0.0:3900", randomHex(32), 1, ClusterOptions{})
+	cfg := garageserver.Config("/var/lib/garage/meta", "/var/lib/garage/data", "127.0.0.1:3901", "127.0.0.1:3901", "0.0.0.0:3900", garageserver.RandomHex(32), 1, garageserver.ClusterOptions{})
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	name := "cairn-garage-" + randomHex(6)
+	name := "cairn-garage-" + garageserver.RandomHex(6)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := run(ctx, "docker", "run", "-d", "--rm", "--name", name,
+	if _, err := garageserver.Run(ctx, "docker", "run", "-d", "--rm", "--name", name,
 		"-p", "127.0.0.1:"+strconv.Itoa(s3Port)+":3900",
-		"-v", cfgPath+":/etc/garage.toml:ro", image); err != nil {
+		"-v", cfgPath+":/etc/garage.toml:ro", garageserver.Image); err != nil {
 		t.Fatalf("garage container: %v", err)
 	}
 	t.Cleanup(func() {
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 		defer ccancel()
 		if t.Failed() {
-			if out, err := run(cctx, "docker", "logs", "--tail", "40", name); err == nil {
+			if out, err := garageserver.Run(cctx, "docker", "logs", "--tail", "40", name); err == nil {
 				t.Logf("garage container log, last lines:\n%s", out)
 			}
 		}
-		_, _ = run(cctx, "docker", "rm", "-f", name)
+		_, _ = garageserver.Run(cctx, "docker", "rm", "-f", name)
 	})
 	s := &Server{
-		S3Server:   testutil.S3Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(s3Port), Region: Region, Name: "garage (container)"},
+		S3Server:   testutil.S3Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(s3Port), Region: garageserver.Region, Name: "garage (container)"},
 		Dir:        dir,
 		ConfigPath: "/etc/garage.toml",
 		cli: func(ctx context.Context, args ...string) ([]byte, error) {
-			return run(ctx, "docker", append([]string{"exec", name, "/garage"}, args...)...)
+			return garageserver.Run(ctx, "docker", append([]string{"exec", name, "/garage"}, args...)...)
 		},
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -77,139 +66,8 @@ func startContainer(t testing.TB) *Server {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if err := s.setup(ctx); err != nil {
+	if err := garageserver.Setup(ctx, &s.S3Server, s.cli); err != nil {
 		t.Fatalf("garage container: %v", err)
 	}
 	return s
-}
-
-// startContainerCluster runs an n-node cluster of the pinned image on a
-// Docker network of its own, each node's S3 port published on loopback,
-// with the same bring-up as process mode. Kill, Stop, Pause, Resume and
-// Restart map to docker kill, stop, pause, unpause and start.
-//
-// Not exercised by this repository's CI (which has no Docker engine).
-func startContainerCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	network := "cairn-garage-" + randomHex(6)
-	if _, err := run(ctx, "docker", "network", "create", network); err != nil {
-		t.Fatalf("garage cluster: %v", err)
-	}
-	c := &Cluster{t: t}
-	c.S3Server = testutil.S3Server{Region: Region, Name: fmt.Sprintf("garage cluster of %d (containers)", n)}
-	var names []string
-	t.Cleanup(func() {
-		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
-		defer ccancel()
-		for _, name := range names {
-			if t.Failed() {
-				if out, err := run(cctx, "docker", "logs", "--tail", "40", name); err == nil {
-					t.Logf("%s log, last lines:\n%s", name, out)
-				}
-			}
-			_, _ = run(cctx, "docker", "rm", "-f", name)
-		}
-		_, _ = run(cctx, "docker", "network", "rm", network)
-	})
-	secret := randomHex(32)
-	root := t.TempDir()
-	for i := range n {
-		name := fmt.Sprintf("%s-%d", network, i+1)
-		names = append(names, name)
-		dir := filepath.Join(root, fmt.Sprintf("node%d", i+1))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		port := testserver.FreePort(t)
-		cfgPath := filepath.Join(dir, "garage.toml")
-		// No rpc_public_addr: the address is the container's on the
-		// network, known once it runs; nodes connect by it below.
-		cfg := config("/var/lib/garage/meta", "/var/lib/garage/data", "0.0.0.0:3901", "", "0.0.0.0:3900", secret, min(3, n), opts)
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		node := &Node{Index: i, Dir: dir, ConfigPath: "/etc/garage.toml", c: c}
-		node.Endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
-		node.cli = func(ctx context.Context, args ...string) ([]byte, error) {
-			return run(ctx, "docker", append([]string{"exec", name, "/garage"}, args...)...)
-		}
-		if _, err := run(ctx, "docker", "run", "-d", "--name", name, "--network", network,
-			"-p", "127.0.0.1:"+strconv.Itoa(port)+":3900", "-v", cfgPath+":/etc/garage.toml:ro", image); err != nil {
-			t.Fatalf("garage cluster: %v", err)
-		}
-		out, err := run(ctx, "docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name)
-		if err != nil {
-			t.Fatalf("garage cluster: %v", err)
-		}
-		node.RPCAddr = strings.TrimSpace(string(out)) + ":3901"
-		node.ctl = containerControl{name: name}
-		c.Nodes = append(c.Nodes, node)
-	}
-	c.start = func(node *Node) error {
-		name := names[node.Index]
-		if _, err := run(context.Background(), "docker", "start", name); err != nil {
-			return err
-		}
-		node.mu.Lock()
-		node.ctl, node.paused = containerControl{name: name}, false
-		node.mu.Unlock()
-		return waitStatus(node)
-	}
-	for _, node := range c.Nodes {
-		if err := waitStatus(node); err != nil {
-			t.Fatalf("garage cluster: %v", err)
-		}
-	}
-	if err := c.bringUp(); err != nil {
-		t.Fatalf("garage cluster of %d (containers): %v", n, err)
-	}
-	return c
-}
-
-// waitStatus polls `garage status` on node until it answers.
-func waitStatus(node *Node) error {
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := node.cli(ctx, "status")
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("garage node %d not answering: %w", node.Index+1, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// containerControl is a node server run as a container.
-type containerControl struct{ name string }
-
-func (c containerControl) docker(args ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, err := run(ctx, "docker", append(args, c.name)...)
-	return err
-}
-
-func (c containerControl) kill() error   { return c.docker("kill", "-s", "KILL") }
-func (c containerControl) stop() error   { return c.docker("stop", "-t", "10") }
-func (c containerControl) pause() error  { return c.docker("pause") }
-func (c containerControl) resume() error { return c.docker("unpause") }
-
-func (c containerControl) exited() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := run(ctx, "docker", "inspect", "-f", "{{.State.Running}}", c.name)
-	return err != nil || strings.TrimSpace(string(out)) != "true"
-}
-
-func (c containerControl) lostPortRace() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, _ := run(ctx, "docker", "logs", c.name)
-	return testserver.PortInUse(string(out))
 }

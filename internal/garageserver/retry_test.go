@@ -1,4 +1,4 @@
-package garage
+package garageserver
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package garage
+package garageserver
 
 import (
 	"context"
@@ -54,7 +54,7 @@ type Node struct {
 	Dir, ConfigPath string
 
 	c   *Cluster
-	cli func(ctx context.Context, args ...string) ([]byte, error)
+	cli CLI
 
 	mu     sync.Mutex
 	ctl    nodeControl // the running server; nil once killed or stopped
@@ -101,21 +101,21 @@ func StartCluster(t testing.TB, n int) *Cluster {
 func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	t.Helper()
 	if n < 1 {
-		t.Fatalf("garage.StartCluster: %d nodes", n)
+		t.Fatalf("garageserver.StartCluster: %d nodes", n)
 	}
-	bin, err := testserver.FindBinary("GARAGE_BIN", "garage", testserver.CachePath("garage-"+Version+"/bin/garage"))
+	bin, err := FindBinary()
 	if err != nil {
 		t.Fatalf("garage: %v", err)
 	}
 	if bin == "" {
-		if dockerAnswers() {
+		if DockerAnswers() {
 			return startContainerCluster(t, n, opts)
 		}
 		testutil.RequireServer(t, "garage", HowTo)
 	}
 	c := &Cluster{t: t}
 	c.S3Server = testutil.S3Server{Region: Region, Name: fmt.Sprintf("garage cluster of %d", n)}
-	secret := randomHex(32)
+	secret := RandomHex(32)
 	root := t.TempDir()
 	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("node%d", i+1))
@@ -124,7 +124,7 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 		}
 		node := &Node{Index: i, Dir: dir, ConfigPath: filepath.Join(dir, "garage.toml"), c: c}
 		node.cli = func(ctx context.Context, args ...string) ([]byte, error) {
-			return run(ctx, bin, append([]string{"-c", node.ConfigPath}, args...)...)
+			return Run(ctx, bin, append([]string{"-c", node.ConfigPath}, args...)...)
 		}
 		c.Nodes = append(c.Nodes, node)
 	}
@@ -157,7 +157,7 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 			for attempt := 1; ; attempt++ {
 				rpc := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
 				s3 := "127.0.0.1:" + strconv.Itoa(testserver.FreePort(t))
-				cfg := config(filepath.Join(node.Dir, "meta"), filepath.Join(node.Dir, "data"), rpc, rpc, s3, secret, min(3, n), opts)
+				cfg := Config(filepath.Join(node.Dir, "meta"), filepath.Join(node.Dir, "data"), rpc, rpc, s3, secret, min(3, n), opts)
 				if err := os.WriteFile(node.ConfigPath, []byte(cfg), 0o600); err != nil {
 					errs[i] = err
 					return
@@ -230,7 +230,7 @@ func (c *Cluster) bringUp() error {
 	if _, err := retryTransient(ctx, first.cli, "layout", "apply", "--version", "1"); err != nil {
 		return err
 	}
-	c.AccessKey, c.SecretKey = "GK"+randomHex(12), randomHex(32)
+	c.AccessKey, c.SecretKey = "GK"+RandomHex(12), RandomHex(32)
 	for _, args := range [][]string{
 		{"key", "import", "--yes", "-n", "cairn-test", c.AccessKey, c.SecretKey},
 		{"key", "allow", "--create-bucket", c.AccessKey},
@@ -376,21 +376,14 @@ func (c *Cluster) NewBucket(t testing.TB) string {
 // CLI runs a garage command on a running node and returns its output.
 func (c *Cluster) CLI(t testing.TB, args ...string) string {
 	t.Helper()
-	n := c.live(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := n.cli(ctx, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(out)
+	return Cmd(t, c.live(t).cli, args...)
 }
 
 // NewKey creates an access key allowed what allow grants on bucket (see
-// [Server.NewKey]) and returns its credentials.
+// the package's NewKey) and returns its credentials.
 func (c *Cluster) NewKey(t testing.TB, bucket string, allow ...string) (accessKey, secretKey string) {
 	t.Helper()
-	return newKey(t, c.live(t).cli, bucket, allow...)
+	return NewKey(t, c.live(t).cli, bucket, allow...)
 }
 
 // Running reports whether the node's server runs (paused or not).

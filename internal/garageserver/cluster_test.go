@@ -1,4 +1,4 @@
-package garage_test
+package garageserver_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 
-	"github.com/cairnhq/state/testutil/garage"
+	"github.com/cairnhq/state/internal/garageserver"
 )
 
 func put(t *testing.T, c *minio.Client, bucket, key, value string) {
@@ -39,7 +39,7 @@ func TestCluster_ThreeNodes_ServeEachOthersWritesAndObeyTheirControls(t *testing
 	phase := func(s string) { t.Logf("%6.2fs %s", time.Since(start).Seconds(), s) }
 	// Garage's nodes wait up to rpc_timeout_msec (300 s by default) on a
 	// paused peer before asking another; 5 s keeps the pause below short.
-	c := garage.StartClusterWith(t, 3, garage.ClusterOptions{RPCTimeout: 5 * time.Second})
+	c := garageserver.StartClusterWith(t, 3, garageserver.ClusterOptions{RPCTimeout: 5 * time.Second})
 	phase("started")
 	if got := len(strings.Split(c.Endpoint, ",")); got != 3 {
 		t.Fatalf("cluster Endpoint %q lists %d endpoints, want 3", c.Endpoint, got)
