@@ -15,24 +15,6 @@ import (
 	"github.com/cairnhq/state/migrate"
 )
 
-// The environment variables that ConfigFromEnv reads.
-const (
-	// EnvURL holds the backend URL (file:///abs/path, file:rel/path, a
-	// path, or s3://BUCKET[/ROOT]?endpoint=…).
-	EnvURL = "CAIRN_STATE_URL"
-	// EnvIdentity holds the path of an age identity file (as written by
-	// age-keygen or `cairn-state keygen`) or of an SSH private key. Several
-	// paths may be given, separated by the OS path list separator (':' on
-	// Unix), for example an old and a new key during a rotation.
-	EnvIdentity = "CAIRN_STATE_IDENTITY"
-	// EnvRecipients holds extra recipients, such as a recovery key,
-	// separated by commas or newlines (SSH recipients contain spaces): see
-	// Config.Recipients.
-	EnvRecipients = "CAIRN_STATE_RECIPIENTS"
-	// EnvStoreID holds the store id to pin (Config.StoreID).
-	EnvStoreID = "CAIRN_STATE_STORE_ID"
-)
-
 // Config configures Open. URL (or Backend) and at least one identity are
 // required; everything else has a default.
 type Config struct {
@@ -123,20 +105,32 @@ type Config struct {
 	MeterProvider metric.MeterProvider
 }
 
-// ConfigFromEnv returns a Config with URL, IdentityFiles, Recipients and
-// StoreID taken from CAIRN_STATE_URL, CAIRN_STATE_IDENTITY,
-// CAIRN_STATE_RECIPIENTS and CAIRN_STATE_STORE_ID. Unset variables leave
-// their fields empty; set the remaining fields (migrations, logger, …) on
-// the result.
+// ConfigFromEnv returns a Config from the environment:
+//
+//   - URL from CAIRN_STATE_URL, the backend URL (file:///abs/path,
+//     file:rel/path, a path, or s3://BUCKET[/ROOT]?endpoint=…);
+//   - IdentityFiles from CAIRN_STATE_IDENTITY, the path of an age identity
+//     file (as written by age-keygen or `cairn-state keygen`) or of an SSH
+//     private key; several paths may be given, separated by the OS path
+//     list separator (':' on Unix), for example an old and a new key
+//     during a rotation;
+//   - Recipients from CAIRN_STATE_RECIPIENTS, extra recipients such as a
+//     recovery key, separated by commas or newlines (SSH recipients
+//     contain spaces);
+//   - StoreID from CAIRN_STATE_STORE_ID, the store id to pin.
+//
+// Unset variables leave their fields empty; set the remaining fields
+// (migrations, logger, …) on the result. The CLI reads the same
+// variables.
 func ConfigFromEnv() Config {
 	var c Config
-	c.URL = strings.TrimSpace(os.Getenv(EnvURL))
-	c.StoreID = strings.TrimSpace(os.Getenv(EnvStoreID))
-	for _, p := range filepath.SplitList(os.Getenv(EnvIdentity)) {
+	c.URL = strings.TrimSpace(os.Getenv(setup.EnvURL))
+	c.StoreID = strings.TrimSpace(os.Getenv(setup.EnvStoreID))
+	for _, p := range filepath.SplitList(os.Getenv(setup.EnvIdentity)) {
 		if p = strings.TrimSpace(p); p != "" {
 			c.IdentityFiles = append(c.IdentityFiles, p)
 		}
 	}
-	c.Recipients = setup.SplitRecipients(os.Getenv(EnvRecipients))
+	c.Recipients = setup.SplitRecipients(os.Getenv(setup.EnvRecipients))
 	return c
 }

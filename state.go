@@ -206,7 +206,7 @@ func loadKeys(cfg Config, logger *slog.Logger) (store.Keys, error) {
 	k.Identities = append(k.Identities, cfg.Identities...)
 	if len(k.Identities) == 0 {
 		return k, fmt.Errorf("%w: set %s to an age identity file (create one with `cairn-state keygen -o FILE`) or set Config.IdentityFiles",
-			ErrNoIdentity, EnvIdentity)
+			ErrNoIdentity, setup.EnvIdentity)
 	}
 	for _, s := range cfg.Recipients {
 		r, err := envelope.ParseRecipient(s)

@@ -326,9 +326,9 @@ func TestOpenBackend_FileURLs(t *testing.T) {
 }
 
 func TestConfigFromEnv_ReadsURLIdentitiesAndRecipients(t *testing.T) {
-	t.Setenv(state.EnvURL, " s3://bucket/root?region=garage ")
-	t.Setenv(state.EnvIdentity, "/keys/new.txt"+string(os.PathListSeparator)+"/keys/old.txt")
-	t.Setenv(state.EnvRecipients, "age1aaa, age1bbb\nssh-ed25519 AAAAC3 recovery@laptop\n# a comment\n")
+	t.Setenv(setup.EnvURL, " s3://bucket/root?region=garage ")
+	t.Setenv(setup.EnvIdentity, "/keys/new.txt"+string(os.PathListSeparator)+"/keys/old.txt")
+	t.Setenv(setup.EnvRecipients, "age1aaa, age1bbb\nssh-ed25519 AAAAC3 recovery@laptop\n# a comment\n")
 	c := state.ConfigFromEnv()
 	if c.URL != "s3://bucket/root?region=garage" {
 		t.Errorf("URL = %q", c.URL)
@@ -340,9 +340,9 @@ func TestConfigFromEnv_ReadsURLIdentitiesAndRecipients(t *testing.T) {
 		t.Errorf("Recipients = %q", c.Recipients)
 	}
 
-	t.Setenv(state.EnvURL, "")
-	t.Setenv(state.EnvIdentity, "")
-	t.Setenv(state.EnvRecipients, "")
+	t.Setenv(setup.EnvURL, "")
+	t.Setenv(setup.EnvIdentity, "")
+	t.Setenv(setup.EnvRecipients, "")
 	if c := state.ConfigFromEnv(); c.URL != "" || c.IdentityFiles != nil || c.Recipients != nil {
 		t.Errorf("empty environment gave %+v", c)
 	}

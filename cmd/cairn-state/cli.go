@@ -162,7 +162,7 @@ var groups = map[string]string{
 func run(ctx context.Context, args []string, io stdio, getenv func(string) string) int {
 	a := &app{stdio: io, getenv: getenv, staleAfter: defaultStaleAfter, timeout: defaultTimeout}
 	a.interactive = isTerminal(io.err)
-	a.redactor = secret.NewRedactor(append(slices.Clone(args), getenv(state.EnvURL), getenv(state.EnvIdentity), getenv(state.EnvRecipients))...)
+	a.redactor = secret.NewRedactor(append(slices.Clone(args), getenv(setup.EnvURL), getenv(setup.EnvIdentity), getenv(setup.EnvRecipients))...)
 	a.data = io.out
 	a.out = redactingWriter{a: a, w: io.out}
 	a.err = redactingWriter{a: a, w: io.err}
@@ -313,10 +313,10 @@ func (a *app) setup() error {
 	// The environment is read as state.ConfigFromEnv reads it, so that the
 	// CLI and the application agree on what a variable means.
 	if a.url == "" {
-		a.url = strings.TrimSpace(a.getenv(state.EnvURL))
+		a.url = strings.TrimSpace(a.getenv(setup.EnvURL))
 	}
 	if a.storeID == "" {
-		a.storeID = strings.TrimSpace(a.getenv(state.EnvStoreID))
+		a.storeID = strings.TrimSpace(a.getenv(setup.EnvStoreID))
 	}
 	if v := strings.TrimSpace(a.getenv(envHistory)); !a.history.set && v != "" {
 		if err := a.history.Set(v); err != nil {
@@ -325,16 +325,16 @@ func (a *app) setup() error {
 	}
 	identitySource, recipientSource := "--identity", "--recipient"
 	if len(a.identities) == 0 {
-		identitySource = state.EnvIdentity
-		for _, p := range filepath.SplitList(a.getenv(state.EnvIdentity)) {
+		identitySource = setup.EnvIdentity
+		for _, p := range filepath.SplitList(a.getenv(setup.EnvIdentity)) {
 			if p = strings.TrimSpace(p); p != "" {
 				a.identities = append(a.identities, p)
 			}
 		}
 	}
 	if len(a.recipients) == 0 {
-		recipientSource = state.EnvRecipients
-		a.recipients = setup.SplitRecipients(a.getenv(state.EnvRecipients))
+		recipientSource = setup.EnvRecipients
+		a.recipients = setup.SplitRecipients(a.getenv(setup.EnvRecipients))
 	}
 	level := slog.LevelWarn
 	if a.verbose {
@@ -399,7 +399,7 @@ func (a *app) fail(err error, code int) {
 		return
 	}
 	if errors.Is(err, state.ErrNoStore) || errors.Is(err, store.ErrNoStore) {
-		a.say("hint", fmt.Sprintf("hint: check --url (or %s); to create a store there: cairn-state init", state.EnvURL))
+		a.say("hint", fmt.Sprintf("hint: check --url (or %s); to create a store there: cairn-state init", setup.EnvURL))
 	}
 	var foreign *envelope.ForeignStoreError
 	if errors.As(err, &foreign) {

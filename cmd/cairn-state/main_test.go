@@ -20,7 +20,6 @@ import (
 	"filippo.io/age"
 	"go.uber.org/goleak"
 
-	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/envelope"
@@ -100,12 +99,12 @@ func holdLock(id string) int {
 			return 1
 		}
 	}
-	b, root, err := setup.OpenBackend(ctx, os.Getenv(state.EnvURL), setup.BackendOptions{})
+	b, root, err := setup.OpenBackend(ctx, os.Getenv(setup.EnvURL), setup.BackendOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ids, err := envelope.LoadIdentityFile(os.Getenv(state.EnvIdentity))
+	ids, err := envelope.LoadIdentityFile(os.Getenv(setup.EnvIdentity))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -205,7 +204,7 @@ func (tg *target) environ(extra ...string) []string {
 	}
 	env = append(env, tg.env...)
 	if tg.url != "" {
-		env = append(env, state.EnvURL+"="+tg.url)
+		env = append(env, setup.EnvURL+"="+tg.url)
 	}
 	return append(env, extra...)
 }
@@ -392,7 +391,7 @@ func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfte
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = tg.environ(append([]string{holderEnv + "=" + id, state.EnvIdentity + "=" + identity}, extraEnv...)...)
+	cmd.Env = tg.environ(append([]string{holderEnv + "=" + id, setup.EnvIdentity + "=" + identity}, extraEnv...)...)
 	if staleAfter > 0 {
 		cmd.Env = append(cmd.Env, holderStaleEnv+"="+staleAfter.String())
 	}

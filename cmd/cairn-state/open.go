@@ -13,7 +13,6 @@ import (
 
 	"filippo.io/age"
 
-	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/boot"
 	"github.com/cairnhq/state/internal/envelope"
@@ -160,7 +159,7 @@ func (a *app) bootOptions(root string) (boot.Options, error) {
 	if a.storeID != "" {
 		id, err := envelope.ParseStoreID(a.storeID)
 		if err != nil {
-			return o, usagef("--store-id (or %s): %v", state.EnvStoreID, err)
+			return o, usagef("--store-id (or %s): %v", setup.EnvStoreID, err)
 		}
 		o.StoreID = id.String()
 	}

@@ -22,8 +22,23 @@ import (
 	"github.com/cairnhq/state/store"
 )
 
-// envURL is state.EnvURL, the variable a missing URL is asked for in.
-const envURL = "CAIRN_STATE_URL"
+// The environment variables that state.ConfigFromEnv and the CLI read.
+const (
+	// EnvURL holds the backend URL (file:///abs/path, file:rel/path, a
+	// path, or s3://BUCKET[/ROOT]?endpoint=…).
+	EnvURL = "CAIRN_STATE_URL"
+	// EnvIdentity holds the path of an age identity file (as written by
+	// age-keygen or `cairn-state keygen`) or of an SSH private key. Several
+	// paths may be given, separated by the OS path list separator (':' on
+	// Unix), for example an old and a new key during a rotation.
+	EnvIdentity = "CAIRN_STATE_IDENTITY"
+	// EnvRecipients holds extra recipients, such as a recovery key,
+	// separated by commas or newlines (SSH recipients contain spaces): see
+	// Config.Recipients.
+	EnvRecipients = "CAIRN_STATE_RECIPIENTS"
+	// EnvStoreID holds the store id to pin (Config.StoreID).
+	EnvStoreID = "CAIRN_STATE_STORE_ID"
+)
 
 // ErrBadURL means a backend URL could not be understood.
 var ErrBadURL = errors.New("bad backend URL")
@@ -88,7 +103,7 @@ func openBackend(ctx context.Context, rawURL string, opts BackendOptions) (backe
 	scheme, rest, _ := strings.Cut(rawURL, ":")
 	switch {
 	case strings.TrimSpace(rawURL) == "":
-		return nil, "", fmt.Errorf("%w: empty (set %s or pass a URL); %s", ErrBadURL, envURL, urlForms)
+		return nil, "", fmt.Errorf("%w: empty (set %s or pass a URL); %s", ErrBadURL, EnvURL, urlForms)
 	case strings.EqualFold(scheme, "s3") && strings.HasPrefix(rest, "//"):
 		// RFC 3986 schemes are case-insensitive; the s3 parser is given
 		// the canonical one.
