@@ -20,7 +20,6 @@ import (
 
 	"github.com/cairnhq/state/internal/garageserver"
 	"github.com/cairnhq/state/internal/testserver"
-	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
@@ -548,7 +547,7 @@ func startSession(owner, t *testing.T, tr *transcript) (*session, string) {
 				t.Fatal(err)
 			}
 			if bin == "" {
-				testutil.RequireServer(t, "versitygw", versitygw.HowTo)
+				testserver.RequireServer(t, "versitygw", versitygw.HowTo)
 			}
 			extraPath = append(extraPath, linkDir(owner, "versitygw", bin))
 		case len(f) == 2 && f[0] == "needs" && f[1] == "garage":
@@ -557,7 +556,7 @@ func startSession(owner, t *testing.T, tr *transcript) (*session, string) {
 				t.Fatal(err)
 			}
 			if bin == "" {
-				testutil.RequireServer(t, "garage", garageserver.HowTo)
+				testserver.RequireServer(t, "garage", garageserver.HowTo)
 			}
 			// scripts/install-garage.sh finds it in its cache.
 			cache := owner.TempDir()

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/internal/testserver"
-	"github.com/cairnhq/state/testutil"
 )
 
 // recoveryRecipe is docs/recovery.md's command, verbatim: strip the
@@ -44,7 +43,7 @@ func TestRecoveryRecipe_StockAgeCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ageBin == "" {
-		testutil.RequireServer(t, "the age CLI", install)
+		testserver.RequireServer(t, "the age CLI", install)
 	}
 	version, err := exec.Command(ageBin, "--version").Output()
 	if err != nil {
@@ -81,7 +80,7 @@ func TestRecoveryRecipe_StockAgeCLI(t *testing.T) {
 	} {
 		t.Run(c.vector, func(t *testing.T) {
 			if strings.Contains(c.vector, "hybrid") && !hybridOK {
-				testutil.RequireServer(t, "age 1.3 or later (hybrid identities; "+ageBin+" is "+strings.TrimSpace(string(version))+")", install)
+				testserver.RequireServer(t, "age 1.3 or later (hybrid identities; "+ageBin+" is "+strings.TrimSpace(string(version))+")", install)
 			}
 			v := parseVector(t, filepath.Join("testdata/vectors", c.vector))
 			out, stderr, err := run(t, v.object, c.identityFile)

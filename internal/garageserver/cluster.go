@@ -111,7 +111,7 @@ func StartClusterWith(t testing.TB, n int, opts ClusterOptions) *Cluster {
 		if DockerAnswers() {
 			return startContainerCluster(t, n, opts)
 		}
-		testutil.RequireServer(t, "garage", HowTo)
+		testserver.RequireServer(t, "garage", HowTo)
 	}
 	c := &Cluster{t: t}
 	c.S3Server = testutil.S3Server{Region: Region, Name: fmt.Sprintf("garage cluster of %d", n)}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/internal/testserver"
 )
 
 var writeTrails = flag.Bool("trails", false,
@@ -189,7 +189,7 @@ func requireTool(t *testing.T, name, howto string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		testutil.RequireServer(t, name, howto)
+		testserver.RequireServer(t, name, howto)
 	}
 	return p
 }

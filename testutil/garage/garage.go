@@ -18,8 +18,7 @@
 // scripts/install-garage.sh (run by make test) builds it from crates.io.
 // Without a binary, container mode runs the dxflrs/garage image when a
 // Docker engine answers (`docker info` succeeds). With neither, the test is
-// skipped, or fails when CAIRN_REQUIRE_SERVERS=1; see
-// [testutil.RequireServer].
+// skipped, or fails when CAIRN_REQUIRE_SERVERS=1 (see [testutil]).
 package garage
 
 import (
@@ -62,7 +61,7 @@ func Start(t testing.TB) *Server {
 		if garageserver.DockerAnswers() {
 			return startContainer(t)
 		}
-		testutil.RequireServer(t, "garage", garageserver.HowTo)
+		testserver.RequireServer(t, "garage", garageserver.HowTo)
 	}
 	var s *Server
 	if err := testserver.Retry(func(attempt int) (p *testserver.Process, err error) {

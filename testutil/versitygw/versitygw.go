@@ -5,7 +5,7 @@
 // The binary comes from $VERSITYGW_BIN, else `versitygw` on PATH, else
 // $HOME/.cache/cairn-state/versitygw-v1.8.0/bin/versitygw (where make test
 // installs it). Without one the test is skipped, or fails when
-// CAIRN_REQUIRE_SERVERS=1; see [testutil.RequireServer].
+// CAIRN_REQUIRE_SERVERS=1 (see [testutil]).
 package versitygw
 
 import (
@@ -50,7 +50,7 @@ func Start(t testing.TB) *Server {
 		t.Fatalf("versitygw: %v", err)
 	}
 	if bin == "" {
-		testutil.RequireServer(t, "versitygw", HowTo)
+		testserver.RequireServer(t, "versitygw", HowTo)
 	}
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "data")

@@ -1,4 +1,4 @@
-package testutil_test
+package testserver_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/internal/testserver"
 )
 
 // TestRequireServerHelper is run as a child process by the tests below.
@@ -14,13 +14,13 @@ func TestRequireServerHelper(t *testing.T) {
 	if os.Getenv("CAIRN_TESTUTIL_CHILD") != "1" {
 		t.Skip("run as a child process by TestRequireServer_*")
 	}
-	testutil.RequireServer(t, "frobd", "install frobd with `frob install`")
+	testserver.RequireServer(t, "frobd", "install frobd with `frob install`")
 	t.Error("RequireServer returned")
 }
 
 func runChild(t *testing.T, require string) (string, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRequireServerHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), "CAIRN_TESTUTIL_CHILD=1", testutil.RequireServersEnv+"="+require)
+	cmd.Env = append(os.Environ(), "CAIRN_TESTUTIL_CHILD=1", testserver.RequireServersEnv+"="+require)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -38,7 +38,7 @@ func TestRequireServer_NotRequired_SkipsWithHowTo(t *testing.T) {
 func TestRequireServer_Required_FailsWithHowTo(t *testing.T) {
 	out, err := runChild(t, "1")
 	if err == nil {
-		t.Fatalf("child passed with %s=1:\n%s", testutil.RequireServersEnv, out)
+		t.Fatalf("child passed with %s=1:\n%s", testserver.RequireServersEnv, out)
 	}
 	if !strings.Contains(out, "--- FAIL") || !strings.Contains(out, "frob install") || strings.Contains(out, "RequireServer returned") {
 		t.Errorf("child did not fail with the how-to, or went on:\n%s", out)
