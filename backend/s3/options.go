@@ -95,8 +95,7 @@ type Options struct {
 	// ResponseTimeout is the longest the server may keep a request
 	// waiting once connected: to take the next part of the request, to
 	// send its response headers after the request was sent, and to send
-	// the next part of a response body. Zero means
-	// [s3diag.DefaultResponseTimeout].
+	// the next part of a response body. Zero means 8 s.
 	ResponseTimeout time.Duration
 	// AttemptTimeout bounds one attempt from its start to the response
 	// headers, request body included (a Get's body is then bounded by
