@@ -393,7 +393,7 @@ func (s *Store) sealAs(name string, data []byte, st envelope.Stamp) ([]byte, err
 		return nil, fmt.Errorf("seal %q: %w", name, errNoKey)
 	}
 	st.Generation = ss.generation()
-	return ss.env.SealStamped(name, data, st)
+	return ss.env.SealStamped(name, data, st, envelope.Writer{})
 }
 
 // prune deletes the entries of es (the name's entries before this write,

@@ -336,7 +336,7 @@ func TestConnect_ManifestGenerationHeaderAndRecordDisagree_BadManifest(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed, err := env.SealStamped(storemeta.ManifestName, plain, envelope.Stamp{Generation: 7})
+	sealed, err := env.SealStamped(storemeta.ManifestName, plain, envelope.Stamp{Generation: 7}, envelope.Writer{})
 	if err != nil {
 		t.Fatal(err)
 	}

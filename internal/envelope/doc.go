@@ -14,15 +14,19 @@
 //
 // # What a sealed object is
 //
-// A sealed object (format 3, docs/adr/0030-envelope-format-v3.md) is a
-// small header followed by a complete, ordinary age file sealed to every
-// recipient of the envelope's sealing set. The header holds a magic and
-// version, the object's name, its total length, the [StoreID] of its store,
-// a digest of the recipient set it was sealed to, a [Stamp] (the store's
-// manifest generation, the writer's fencing epoch and write sequence,
-// which the caller gives to [Envelope.SealStamped]), and one authentication
-// stanza per writer identity in that set: the age file key wrapped under a
-// symmetric key derived from that identity's secret. Because the rest is
+// A sealed object (format 4, docs/adr/0064-writer-sealed-in-the-header.md)
+// is a small header followed by a complete, ordinary age file sealed to
+// every recipient of the envelope's sealing set. The header holds a magic
+// and version, the object's name, its total length, the [StoreID] of its
+// store, a digest of the recipient set it was sealed to, a [Stamp] (the
+// store's manifest generation, the writer's fencing epoch and write
+// sequence), the [Writer] (the instance, host and process whose write made
+// it, encrypted under a key derived from the object's file key, in a field
+// of one fixed length), both given to [Envelope.SealStamped], the SHA-256
+// of the age file when it is content-bound, and one authentication stanza
+// per writer identity in that set: the age file key wrapped under a
+// symmetric key derived from that identity's secret, with the whole header
+// before it as associated data. Because the rest is
 // plain age, anyone holding an identity or a recovery key can decrypt an
 // object with the stock age tool after stripping the header, should this
 // library be gone (the README and the ADR give the command; [Recover] does
@@ -36,13 +40,15 @@
 // decrypts. Open therefore accepts an object only if one of its
 // authentication stanzas unwraps with a writer identity's key, which only a
 // holder of that identity can have written, and the header — name, store
-// id, recipient digest, stamp, length — and the age file all verify under the file
-// key it yields. An object made with only a public recipient fails with
-// [ErrTampered] (and [ErrUnauthenticated]). Whenever anyone but the one
-// writer learns the file key (more than one authentication stanza, or more
-// than one age recipient), the stanzas also bind a SHA-256 of the age file,
-// so that no other key holder — a recovery key, a retired writer key — can
-// rewrite the payload under a genuine header.
+// id, recipient digest, stamp, writer, length — and the age file all
+// verify under the file key it yields ([Envelope.OpenHeader] authenticates
+// the header alone: who wrote an object, without reading it whole). An
+// object made with only a public recipient fails with [ErrTampered] (and
+// [ErrUnauthenticated]). Whenever anyone but the one writer learns the
+// file key (more than one authentication stanza, or more than one age
+// recipient), the header also carries a SHA-256 of the age file, under the
+// stanzas, so that no other key holder — a recovery key, a retired writer
+// key — can rewrite the payload under a genuine header.
 //
 // Identity types that can write (authenticate): age X25519 and
 // post-quantum hybrid identities, SSH ed25519 and RSA keys loaded with

@@ -53,7 +53,7 @@ type Options struct {
 // to their store. It is safe for concurrent use. Create it with [New].
 type Envelope struct {
 	storeID    StoreID
-	writers    []writer       // one per authenticating identity, deduplicated
+	writers    []writerKey    // one per authenticating identity, deduplicated
 	readers    []age.Identity // the writers' identities, to tell a wrong key from a forgery
 	recovery   []age.Identity
 	sealers    []authKey       // keys of the writers whose recipient is in the sealing set
@@ -63,8 +63,8 @@ type Envelope struct {
 	logger     *slog.Logger
 }
 
-// writer is an identity that can authenticate objects.
-type writer struct {
+// writerKey is an identity that can authenticate objects.
+type writerKey struct {
 	key  authKey // for objects of the envelope's store
 	text string  // its recipient's text form
 }
@@ -82,14 +82,18 @@ type Opened struct {
 	// [Envelope.SealStamped]. It is authenticated unless Unauthenticated
 	// is set.
 	Stamp Stamp
+	// Writer is the process whose write made the object, as given to
+	// [Envelope.SealStamped] (sealed in the header, encrypted). It is
+	// authenticated unless Unauthenticated is set.
+	Writer Writer
 	// SameRecipients reports whether the object was sealed to exactly this
 	// envelope's sealing set ([Envelope.Recipients]).
 	SameRecipients bool
-	// Writer is the recipient text form ([RecipientString]) of the
-	// writer identity whose authentication stanza authenticated the
+	// AuthenticatedBy is the recipient text form ([RecipientString]) of
+	// the writer identity whose authentication stanza authenticated the
 	// object — the first of the envelope's identities, in the order given
 	// to [New], that has one; empty when Unauthenticated.
-	Writer string
+	AuthenticatedBy string
 	// Unauthenticated reports that the object was opened with a recovery
 	// identity ([Options.Recovery]) and no writer identity authenticated
 	// it: it may be forged.
@@ -150,7 +154,7 @@ func New(identities []age.Identity, recipients []age.Recipient, o Options) (*Env
 			continue // the same key given twice
 		}
 		seenKid[string(k.kid)] = true
-		e.writers = append(e.writers, writer{key: k, text: text})
+		e.writers = append(e.writers, writerKey{key: k, text: text})
 		e.readers = append(e.readers, id)
 		if _, dup := own[text]; !dup {
 			own[text] = r
@@ -298,21 +302,26 @@ func countAgeStanzas(ageFile []byte) int {
 }
 
 // Seal encrypts plaintext bound to name and to the envelope's store id,
-// as [Envelope.SealStamped] does with a zero [Stamp].
+// as [Envelope.SealStamped] does with a zero [Stamp] and no [Writer].
 func (e *Envelope) Seal(name string, plaintext []byte) ([]byte, error) {
-	return e.SealStamped(name, plaintext, Stamp{})
+	return e.SealStamped(name, plaintext, Stamp{}, Writer{})
 }
 
-// SealStamped encrypts plaintext bound to name, to the envelope's store id
-// and to stamp: to every recipient of the sealing set, with an
-// authentication stanza for every writer identity in it. The stanzas bind
-// the SHA-256 of the age file whenever anyone but the one writer could
-// learn the file key (more than one stanza; ADR 0004). It fails with
-// [ErrInvalidName] for an empty or over-long name, with [ErrTooLarge] when
-// the result would exceed [MaxSize], and with [ErrInvalidIdentity] when no
-// writer identity is in the sealing set.
-func (e *Envelope) SealStamped(name string, plaintext []byte, stamp Stamp) ([]byte, error) {
+// SealStamped encrypts plaintext bound to name, to the envelope's store id,
+// to stamp and to writer (sealed in the header, encrypted): to every
+// recipient of the sealing set, with an authentication stanza for every
+// writer identity in it. The header binds the SHA-256 of the age file
+// whenever anyone but the one writer could learn the file key (more than
+// one stanza; ADR 0004). It fails with [ErrInvalidName] for an empty or
+// over-long name or a writer that does not fit its field
+// ([MaxWriterLen]), with [ErrTooLarge] when the result would exceed
+// [MaxSize], and with [ErrInvalidIdentity] when no writer identity is in
+// the sealing set.
+func (e *Envelope) SealStamped(name string, plaintext []byte, stamp Stamp, writer Writer) ([]byte, error) {
 	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := writer.check(name); err != nil {
 		return nil, err
 	}
 	if len(e.sealers) == 0 {
@@ -351,14 +360,14 @@ func (e *Envelope) SealStamped(name string, plaintext []byte, stamp Stamp) ([]by
 		sum := sha256.Sum256(out[h:])
 		contentHash = sum[:]
 	}
-	e.fillHeader(out[:h], name, int64(len(out)), contentHash, fileKey, stamp)
+	e.fillHeader(out[:h], name, int64(len(out)), contentHash, fileKey, stamp, writer)
 	return out, nil
 }
 
 // fillHeader writes the envelope header of an object of total bytes
 // sealed for name under fileKey into hdr (exactly the header's length),
 // content-bound when contentHash (the SHA-256 of its age file) is not nil.
-func (e *Envelope) fillHeader(hdr []byte, name string, total int64, contentHash, fileKey []byte, stamp Stamp) {
+func (e *Envelope) fillHeader(hdr []byte, name string, total int64, contentHash, fileKey []byte, stamp Stamp, writer Writer) {
 	copy(hdr, magic)
 	hdr[offVersion] = formatVersion
 	if contentHash != nil {
@@ -374,12 +383,14 @@ func (e *Envelope) fillHeader(hdr []byte, name string, total int64, contentHash,
 	binary.BigEndian.PutUint64(hdr[offGeneration:], stamp.Generation)
 	binary.BigEndian.PutUint64(hdr[offEpoch:], stamp.Epoch)
 	binary.BigEndian.PutUint64(hdr[offSequence:], stamp.Sequence)
+	copy(hdr[offContent:offWriter], contentHash) // zero when not bound
+	sealWriterField(hdr[offWriter:fixedLen], writer, fileKey, salt, hdr[:offWriter])
 	copy(hdr[fixedLen:], name)
 	prefix := hdr[:fixedLen+len(name)]
 	st := hdr[len(prefix):]
 	for _, k := range e.sealers {
 		copy(st, k.kid)
-		copy(st[kidLen:], wrapFileKey(k.key, salt, stanzaAD(prefix, k.kid, contentHash), fileKey))
+		copy(st[kidLen:], wrapFileKey(k.key, salt, stanzaAD(prefix, k.kid), fileKey))
 		st = st[stanzaLen:]
 	}
 	copy(hdr[len(hdr)-macLen:], headerMAC(fileKey, salt, hdr[:len(hdr)-macLen]))
@@ -423,7 +434,7 @@ func (e *Envelope) OpenWithInfo(name string, sealed []byte) ([]byte, Opened, err
 	if err != nil {
 		return nil, Opened{}, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
 	}
-	fileKey, info, err := e.authenticate(name, hdr, ageHdr, contentHash)
+	fileKey, info, err := e.authenticate(name, hdr, ageHdr, contentHash, true)
 	if err != nil {
 		return nil, Opened{}, err
 	}
@@ -446,13 +457,16 @@ func (e *Envelope) checkBinding(name string, hdr *header) error {
 
 // authenticate does all of opening an object but decrypting its payload:
 // it finds the file key (through a writer's authentication stanza, else a
-// recovery identity), verifies the header MAC, the name and the age
-// header under it, and returns the file key, which the caller clears, and
-// what it learnt. contentHash is the SHA-256 of the age file for a
-// content-bound object, nil otherwise; ageHdr is the age file's header.
-func (e *Envelope) authenticate(name string, hdr *header, ageHdr, contentHash []byte) (_ []byte, _ Opened, err error) {
+// recovery identity through ageHdr, the age file's header), verifies the
+// header MAC, the content hash when whole, the name and the writer field,
+// and when whole the age header, and returns the file key, which the
+// caller clears, and what it learnt. contentHash is the SHA-256 of the age
+// file of a content-bound object (nil otherwise). Without whole (the
+// header alone, [Envelope.OpenHeader]), the age file is not looked at
+// beyond ageHdr, which may then be nil.
+func (e *Envelope) authenticate(name string, hdr *header, ageHdr, contentHash []byte, whole bool) (_ []byte, _ Opened, err error) {
 	info := Opened{StoreID: hdr.storeID, RecipientsDigest: hdr.recipients, Stamp: hdr.stamp}
-	w, fileKey, found, err := e.unwrapWriter(name, hdr, contentHash)
+	w, fileKey, found, err := e.unwrapWriter(name, hdr)
 	if err != nil {
 		return nil, Opened{}, err
 	}
@@ -461,11 +475,18 @@ func (e *Envelope) authenticate(name string, hdr *header, ageHdr, contentHash []
 			clear(fileKey)
 		}
 	}()
-	info.Writer = w
+	info.AuthenticatedBy = w
 	if found && !hdr.bound() && len(hdr.stanzas) != stanzaLen {
 		return nil, Opened{}, fmt.Errorf("%w: object %q does not bind its content although it has %d key stanzas", ErrTampered, name, len(hdr.stanzas)/stanzaLen)
 	}
 	if !found {
+		switch {
+		case ageHdr != nil:
+		case len(e.recovery) > 0:
+			return nil, Opened{}, fmt.Errorf("%w: object %q: no authentication stanza of ours, and its age header, which a recovery identity opens, was not given", ErrTruncated, name)
+		default:
+			return nil, Opened{}, fmt.Errorf("%w: object %q: no authentication stanza for any configured identity (its age header was not read)", ErrNoMatchingIdentity, name)
+		}
 		if fileKey, err = e.recoveryKey(name, ageHdr); err != nil {
 			return nil, Opened{}, err
 		}
@@ -474,15 +495,23 @@ func (e *Envelope) authenticate(name string, hdr *header, ageHdr, contentHash []
 	if !hmac.Equal(headerMAC(fileKey, hdr.salt, hdr.macked), hdr.mac) {
 		return nil, Opened{}, fmt.Errorf("%w: object %q: bad header MAC", ErrTampered, name)
 	}
+	if whole && hdr.bound() && !hmac.Equal(contentHash, hdr.content) {
+		return nil, Opened{}, fmt.Errorf("%w: object %q: its age file is not the one its header binds", ErrTampered, name)
+	}
+	if info.Writer, err = openWriterField(name, hdr, fileKey); err != nil {
+		return nil, Opened{}, err
+	}
 	if hdr.name != name {
 		return nil, Opened{}, fmt.Errorf("%w: object %q was sealed as %q", ErrNameMismatch, name, shorten(hdr.name, 80))
 	}
-	ageStanzas, err := checkAgeHeader(ageHdr, fileKey)
-	if err != nil {
-		return nil, Opened{}, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
-	}
-	if found && !hdr.bound() && ageStanzas != 1 {
-		return nil, Opened{}, fmt.Errorf("%w: object %q does not bind its content although its age file has %d recipient stanzas", ErrTampered, name, ageStanzas)
+	if whole {
+		ageStanzas, err := checkAgeHeader(ageHdr, fileKey)
+		if err != nil {
+			return nil, Opened{}, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
+		}
+		if found && !hdr.bound() && ageStanzas != 1 {
+			return nil, Opened{}, fmt.Errorf("%w: object %q does not bind its content although its age file has %d recipient stanzas", ErrTampered, name, ageStanzas)
+		}
 	}
 	if info.Unauthenticated {
 		e.logger.Warn("envelope: opened an UNAUTHENTICATED object with a recovery identity; it may be forged", "object", name)
@@ -493,9 +522,9 @@ func (e *Envelope) authenticate(name string, hdr *header, ageHdr, contentHash []
 
 // unwrapWriter finds the stanza of the first writer that has one and
 // unwraps the file key; it returns that writer's recipient text form.
-func (e *Envelope) unwrapWriter(name string, hdr *header, contentHash []byte) (string, []byte, bool, error) {
+func (e *Envelope) unwrapWriter(name string, hdr *header) (string, []byte, bool, error) {
 	for _, w := range e.writers {
-		fk, found, err := unwrapStanza(name, hdr, []authKey{w.key}, contentHash)
+		fk, found, err := unwrapStanza(name, hdr, []authKey{w.key})
 		if err != nil || found {
 			return w.text, fk, found, err
 		}
@@ -504,14 +533,14 @@ func (e *Envelope) unwrapWriter(name string, hdr *header, contentHash []byte) (s
 }
 
 // unwrapStanza finds the stanza of one of keys and unwraps the file key.
-func unwrapStanza(name string, hdr *header, keys []authKey, contentHash []byte) ([]byte, bool, error) {
+func unwrapStanza(name string, hdr *header, keys []authKey) ([]byte, bool, error) {
 	for st := hdr.stanzas; len(st) >= stanzaLen; st = st[stanzaLen:] {
 		kid := st[:kidLen]
 		for _, k := range keys {
 			if !bytes.Equal(kid, k.kid) {
 				continue
 			}
-			fk, ok := unwrapFileKey(k.key, hdr.salt, stanzaAD(hdr.prefix, kid, contentHash), st[kidLen:stanzaLen])
+			fk, ok := unwrapFileKey(k.key, hdr.salt, stanzaAD(hdr.prefix, kid), st[kidLen:stanzaLen])
 			if !ok {
 				return nil, false, fmt.Errorf("%w: object %q: its authentication stanza for our %s key does not verify", ErrTampered, name, k.kind)
 			}

@@ -358,13 +358,16 @@ func TestOpen_NotAnEnvelope_FailsWithNotEnvelope(t *testing.T) {
 	w.Close()
 	v2 := mustSeal(t, e, "n", []byte("x"))
 	v2[offVersion] = 2
-	v4 := bytes.Clone(v2)
-	v4[offVersion] = 4
+	v3 := bytes.Clone(v2)
+	v3[offVersion] = 3
+	v5 := bytes.Clone(v2)
+	v5[offVersion] = 5
 	cases := map[string][]byte{
 		"bare age file": bare.Bytes(),
 		"json":          []byte(`{"hello":"world"}`),
 		"version 2":     v2,
-		"version 4":     v4,
+		"version 3":     v3,
+		"version 5":     v5,
 	}
 	for what, b := range cases {
 		if _, err := e.Open("n", b); !errors.Is(err, ErrNotEnvelope) || !strings.Contains(err.Error(), `"n"`) {

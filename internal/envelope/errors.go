@@ -31,7 +31,7 @@ var (
 
 	// ErrNotEnvelope means the bytes are not a sealed envelope (wrong magic)
 	// or use a format version or feature this package does not know: it
-	// reads format 3 only (docs/adr/0030).
+	// reads format 4 only (docs/adr/0064).
 	ErrNotEnvelope = errors.New("not a cairn-state envelope")
 
 	// ErrTruncated means the object is shorter than its header says it is.
@@ -51,7 +51,9 @@ var (
 	// ErrTooLarge means an object or plaintext exceeds [MaxSize].
 	ErrTooLarge = errors.New("object too large")
 
-	// ErrInvalidName means a name is empty or longer than [MaxNameLen].
+	// ErrInvalidName means a name is empty or longer than [MaxNameLen], or
+	// a [Writer] does not fit its field (names longer together than
+	// [MaxWriterLen], a process id out of range).
 	ErrInvalidName = errors.New("invalid object name")
 
 	// ErrInvalidIdentity means an identity file or key could not be parsed,

@@ -11,12 +11,12 @@ import (
 	"golang.org/x/crypto/chacha20poly1305"
 )
 
-// The envelope format (docs/adr/0030-envelope-format-v3.md), version 3,
-// the only one Seal writes and Open reads:
+// The envelope format (docs/adr/0064-writer-sealed-in-the-header.md),
+// version 4, the only one Seal writes and Open reads:
 //
 //	offset      size  field
 //	0           7     magic "CAIRNST"
-//	7           1     version, 0x03
+//	7           1     version, 0x04
 //	8           1     flags: bit 0 = content-bound; other bits zero
 //	9           1     n, number of key stanzas (0..16)
 //	10          2     L, name length, big-endian (1..1024)
@@ -27,13 +27,15 @@ import (
 //	84          8     generation of the store's manifest it was sealed under
 //	92          8     fencing epoch of the write that made it
 //	100         8     the writer's write sequence number in that epoch
-//	108         L     name, as given to Seal
-//	108+L       40×n  key stanzas: key id (8) || wrapped file key (32)
-//	108+L+40n   32    header MAC
-//	H=140+L+40n T−H   a complete age-encryption.org/v1 file (binary)
+//	108         32    C: SHA-256 of the age file when content-bound, else zero
+//	140         272   the writer, sealed: a 256-byte block under the file key
+//	412         L     name, as given to Seal
+//	412+L       40×n  key stanzas: key id (8) || wrapped file key (32)
+//	412+L+40n   32    header MAC
+//	H=444+L+40n T−H   a complete age-encryption.org/v1 file (binary)
 const (
 	magic          = "CAIRNST"
-	formatVersion  = 3
+	formatVersion  = 4
 	flagContent    = 1 << 0
 	kidLen         = 8
 	wrappedLen     = 16 + chacha20poly1305.Overhead
@@ -53,12 +55,15 @@ const (
 	offGeneration  = 84
 	offEpoch       = 92
 	offSequence    = 100
-	fixedLen       = 108
+	offContent     = 108
+	offWriter      = 140
+	fixedLen       = offWriter + writerSealedLen
 	authKeySalt    = "cairn-state/v1"
 	labelPrefix    = "cairn-state/v1 "
 	infoKeyID      = labelPrefix + "key id"
-	labelWrap      = "cairn-state/v3 wrap"
-	labelHeader    = "cairn-state/v3 header"
+	labelWrap      = "cairn-state/v4 wrap"
+	labelHeader    = "cairn-state/v4 header"
+	labelWriter    = "cairn-state/v4 writer"
 	maxKeyStanzas  = 16
 	maxAgeStanzas  = 64
 	ageMagicPrefix = "age-encryption.org/"
@@ -98,6 +103,8 @@ type header struct {
 	storeID    StoreID
 	recipients [32]byte
 	stamp      Stamp
+	content    []byte // C: the SHA-256 of the age file when bound (else zero)
+	writer     []byte // the sealed writer block
 	prefix     []byte // bytes [0, fixed+L): the associated data of every stanza
 	stanzas    []byte // n×stanzaLen bytes
 	macked     []byte // bytes [0, H−32): what the header MAC covers
@@ -113,6 +120,9 @@ func (h *header) bound() bool { return h.flags&flagContent != 0 }
 func headerLen(nameLen, n int) int {
 	return fixedLen + nameLen + n*stanzaLen + macLen
 }
+
+// zeroContent is C of an object that does not bind its content.
+var zeroContent [sha256.Size]byte
 
 // parseHeader checks the layout of sealed (not its authenticity) and
 // returns its parts. objName only labels errors.
@@ -130,9 +140,9 @@ func parseHeader(objName string, sealed []byte) (*header, error) {
 const maxHeaderLen = fixedLen + MaxNameLen + maxKeyStanzas*stanzaLen + macLen
 
 // parsePrefix checks the layout of an object of size bytes whose first
-// bytes are b — at least min(size, maxHeaderLen) of them — and returns its
-// header's parts, without the age file (header.age is nil). objName only
-// labels errors.
+// bytes are b, and returns its header's parts, without the age file
+// (header.age is nil). Fewer bytes than its header are ErrTruncated.
+// objName only labels errors.
 func parsePrefix(objName string, b []byte, size int64) (*header, error) {
 	if size > MaxSize {
 		return nil, fmt.Errorf("%w: object %q is %d bytes, more than %d", ErrTooLarge, objName, size, MaxSize)
@@ -176,6 +186,13 @@ func parsePrefix(objName string, b []byte, size int64) (*header, error) {
 	if uint64(size) > total {
 		return nil, fmt.Errorf("%w: object %q has %d bytes after its declared end", ErrTampered, objName, uint64(size)-total)
 	}
+	if uint64(len(b)) < uint64(h) {
+		return nil, fmt.Errorf("%w: object %q: %d bytes of its %d-byte header given", ErrTruncated, objName, len(b), h)
+	}
+	content := b[offContent : offContent+sha256.Size]
+	if flags&flagContent == 0 && !bytes.Equal(content, zeroContent[:]) {
+		return nil, fmt.Errorf("%w: object %q names a content hash but does not bind its content", ErrTampered, objName)
+	}
 	nameEnd := fixedLen + nameLen
 	hdr := &header{
 		flags:   flags,
@@ -187,6 +204,8 @@ func parsePrefix(objName string, b []byte, size int64) (*header, error) {
 		macked:  b[:h-macLen],
 		mac:     b[h-macLen : h],
 		ageOff:  int64(h),
+		content: content,
+		writer:  b[offWriter:fixedLen],
 		stamp: Stamp{
 			Generation: binary.BigEndian.Uint64(b[offGeneration:]),
 			Epoch:      binary.BigEndian.Uint64(b[offEpoch:]),
@@ -229,14 +248,13 @@ func PeekHeader(name string, sealed []byte) (Header, error) {
 	return Header{StoreID: hdr.storeID, Name: hdr.name, Stamp: hdr.stamp, AgeRecipients: max(countAgeStanzas(hdr.age), 0)}, nil
 }
 
-// stanzaAD is the associated data of one key stanza: the fixed header and
-// name, the stanza's key id, and for content-bound objects the SHA-256 of the
-// age file.
-func stanzaAD(prefix, kid, contentHash []byte) []byte {
-	ad := make([]byte, 0, len(prefix)+len(kid)+len(contentHash))
+// stanzaAD is the associated data of one key stanza: the fixed header
+// (the content hash C and the sealed writer included) and the name, then
+// the stanza's key id.
+func stanzaAD(prefix, kid []byte) []byte {
+	ad := make([]byte, 0, len(prefix)+len(kid))
 	ad = append(ad, prefix...)
-	ad = append(ad, kid...)
-	return append(ad, contentHash...)
+	return append(ad, kid...)
 }
 
 // wrapKey derives the per-object key that wraps the file key for one

@@ -25,11 +25,7 @@ func fileKeyFor(t *testing.T, e *Envelope, name string, object []byte, info Open
 		t.Fatal(err)
 	}
 	if !info.Unauthenticated {
-		var contentHash []byte
-		if hdr.flags&flagContent != 0 {
-			contentHash = sha256Of(hdr.age)
-		}
-		_, fk, found, err := e.unwrapWriter(name, hdr, contentHash)
+		_, fk, found, err := e.unwrapWriter(name, hdr)
 		if err != nil || !found {
 			t.Fatalf("an authenticated open without a stanza of ours (found=%v, %v)", found, err)
 		}
@@ -125,13 +121,28 @@ func FuzzOpenReaderAt(f *testing.F) {
 // unbound, with and without a recovery identity: it must not panic; every
 // failure must carry one of the package's sentinel errors; a success must
 // be for the name asked and the envelope's store, report the header's
-// stamp, and stock age (age.Decrypt, with the file key Open used) must
-// read the same plaintext from the age part.
+// stamp, agree with what OpenHeader reads from the same bytes, and stock
+// age (age.Decrypt, with the file key Open used) must read the same
+// plaintext from the age part. OpenHeader, on every input, must not panic
+// and must fail with a sentinel.
 func FuzzOpen(f *testing.F) {
 	envs := fuzzOpenSetup(f)
 	f.Fuzz(func(t *testing.T, name string, object []byte) {
 		for _, e := range envs {
 			pt, info, err := e.OpenWithInfo(name, object)
+			hinfo, herr := e.OpenHeader(name, object, int64(len(object)))
+			if herr != nil {
+				typed := false
+				for _, s := range sentinels {
+					typed = typed || errors.Is(herr, s)
+				}
+				if !typed {
+					t.Fatalf("OpenHeader: untyped error: %v", herr)
+				}
+			}
+			if err == nil && (herr != nil || hinfo != info) {
+				t.Fatalf("Open = %+v; OpenHeader of the same bytes = %+v, %v", info, hinfo, herr)
+			}
 			if err != nil {
 				typed := false
 				for _, s := range sentinels {
@@ -174,12 +185,15 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// FuzzSealOpen checks that whatever is sealed opens back, with its stamp,
-// under its name and in its store only, and that stock age recovers it.
+// FuzzSealOpen checks that whatever is sealed opens back, with its stamp
+// and writer, under its name and in its store only, that its header alone
+// says the same, that the writer's names are not in the sealed bytes, and
+// that stock age recovers it.
 func FuzzSealOpen(f *testing.F) {
-	f.Add("apps/one/state.json", []byte(`{"a":1}`), uint64(1), uint64(7), uint64(42))
-	f.Add("x", []byte{}, uint64(0), uint64(0), uint64(0))
-	f.Add("ünïcode/名前", bytes.Repeat([]byte{0}, 70000), uint64(1<<63), ^uint64(0), uint64(1))
+	f.Add("apps/one/state.json", []byte(`{"a":1}`), uint64(1), uint64(7), uint64(42), "pod-a", "node-1", uint32(4242))
+	f.Add("x", []byte{}, uint64(0), uint64(0), uint64(0), "", "", uint32(0))
+	f.Add("ünïcode/名前", bytes.Repeat([]byte{0}, 70000), uint64(1<<63), ^uint64(0), uint64(1), strings.Repeat("i", MaxWriterLen-3), "hôte", ^uint32(0))
+	f.Add("n", []byte("v"), uint64(1), uint64(2), uint64(3), strings.Repeat("x", MaxWriterLen), "y", uint32(1))
 	ids, err := LoadIdentityFile("testdata/keys/alice.txt")
 	if err != nil {
 		f.Fatal(err)
@@ -192,12 +206,13 @@ func FuzzSealOpen(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, name string, pt []byte, gen, epoch, seq uint64) {
+	f.Fuzz(func(t *testing.T, name string, pt []byte, gen, epoch, seq uint64, instance, hostname string, pid uint32) {
 		stamp := Stamp{Generation: gen, Epoch: epoch, Sequence: seq}
-		sealed, err := e.SealStamped(name, pt, stamp)
-		if name == "" || len(name) > MaxNameLen {
+		writer := Writer{Instance: instance, Hostname: hostname, PID: int(pid)}
+		sealed, err := e.SealStamped(name, pt, stamp, writer)
+		if name == "" || len(name) > MaxNameLen || len(instance)+len(hostname) > MaxWriterLen {
 			if !errors.Is(err, ErrInvalidName) {
-				t.Fatalf("Seal(%q): got %v, want ErrInvalidName", name, err)
+				t.Fatalf("Seal(%q, writer of %d bytes): got %v, want ErrInvalidName", name, len(instance)+len(hostname), err)
 			}
 			return
 		}
@@ -208,8 +223,27 @@ func FuzzSealOpen(f *testing.F) {
 		if err != nil || !bytes.Equal(got, pt) {
 			t.Fatalf("round trip: %v", err)
 		}
-		if info.StoreID != vectorStoreA || info.Stamp != stamp || !info.SameRecipients || info.Unauthenticated {
+		if info.StoreID != vectorStoreA || info.Stamp != stamp || info.Writer != writer || !info.SameRecipients || info.Unauthenticated {
 			t.Fatalf("Opened = %+v", info)
+		}
+		n, err := HeaderLen(name, sealed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hinfo, err := e.OpenHeader(name, sealed[:n], int64(len(sealed))); err != nil || hinfo != info {
+			t.Fatalf("OpenHeader = %+v, %v; Open said %+v", hinfo, err, info)
+		}
+		// The writer's names are not in the sealed bytes, unless they are
+		// there anyway (in the name, the magic, the age header's text, a
+		// run of zeros): in the same object sealed without a writer.
+		anon, err := e.SealStamped(name, pt, stamp, Writer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{instance, hostname} {
+			if len(s) >= 12 && bytes.Contains(sealed, []byte(s)) && !bytes.Contains(anon, []byte(s)) {
+				t.Fatalf("the sealed object carries the writer's %q in clear", s)
+			}
 		}
 		if hdr, err := PeekHeader(name, sealed); err != nil || hdr.Stamp != stamp || hdr.StoreID != vectorStoreA || hdr.AgeRecipients != 1 {
 			t.Fatalf("PeekHeader = %+v, %v", hdr, err)

@@ -90,6 +90,7 @@ func forgeAs(t testing.TB, sid StoreID, name string, r age.Recipient, pt []byte,
 	binary.BigEndian.PutUint64(out[offTotal:], uint64(len(out)))
 	rand.Read(out[offSalt : offSalt+saltLen])
 	copy(out[offStoreID:], sid[:])
+	sealWriterField(out[offWriter:fixedLen], Writer{Instance: "forger"}, fk, out[offSalt:offSalt+saltLen], out[:offWriter])
 	copy(out[fixedLen:], name)
 	st := out[fixedLen+len(name):]
 	for _, s := range stanzas {
@@ -154,12 +155,12 @@ func fileKeyOf(t testing.TB, sealed []byte, id age.Identity) []byte {
 	return fk
 }
 
-// agePart strips the envelope header as the recovery recipe in ADR 0030
-// does: H = 140 + L + 40n, with n at offset 9 and L at offset 10.
+// agePart strips the envelope header as the recovery recipe in ADR 0064
+// does: H = 444 + L + 40n, with n at offset 9 and L at offset 10.
 func agePart(sealed []byte) []byte {
 	n := int(sealed[9])
 	l := int(binary.BigEndian.Uint16(sealed[10:12]))
-	return sealed[140+l+40*n:]
+	return sealed[444+l+40*n:]
 }
 
 // authKeyOf is the authentication key of an identity for objects of store
@@ -202,16 +203,16 @@ func resealFlags(t testing.TB, name string, sid StoreID, digest [32]byte, k auth
 	rand.Read(salt)
 	copy(out[offStoreID:], sid[:])
 	copy(out[offRecipients:], digest[:])
-	copy(out[fixedLen:], name)
-	prefix := out[:fixedLen+len(name)]
-	var contentHash []byte
 	if bound {
 		sum := sha256.Sum256(ageFile)
-		contentHash = sum[:]
+		copy(out[offContent:], sum[:])
 	}
+	sealWriterField(out[offWriter:fixedLen], Writer{}, fileKey, salt, out[:offWriter])
+	copy(out[fixedLen:], name)
+	prefix := out[:fixedLen+len(name)]
 	st := out[len(prefix):]
 	copy(st, k.kid)
-	copy(st[kidLen:], wrapFileKey(k.key, salt, stanzaAD(prefix, k.kid, contentHash), fileKey))
+	copy(st[kidLen:], wrapFileKey(k.key, salt, stanzaAD(prefix, k.kid), fileKey))
 	copy(out[h-macLen:h], headerMAC(fileKey, salt, out[:h-macLen]))
 	return out
 }
@@ -225,9 +226,4 @@ func newTestPassphrase(t testing.TB, pass string, wf int) *PassphraseIdentity {
 		t.Fatal(err)
 	}
 	return id
-}
-
-func sha256Of(b []byte) []byte {
-	sum := sha256.Sum256(b)
-	return sum[:]
 }

@@ -42,3 +42,57 @@ func PeekStamp(name string, prefix []byte) (Stamp, error) {
 		Sequence:   binary.BigEndian.Uint64(prefix[offSequence:]),
 	}, nil
 }
+
+// HeaderLen returns the length of a sealed object's envelope header — the
+// bytes before its age file — from its first bytes, prefix (at least
+// [FixedHeaderLen] of them), WITHOUT AUTHENTICATING IT: what a reader
+// fetches of an object to give [Envelope.OpenHeader]. It fails as
+// [PeekStamp] does, and with [ErrTampered] for a layout no object has.
+func HeaderLen(name string, prefix []byte) (int, error) {
+	if _, err := PeekStamp(name, prefix); err != nil {
+		return 0, err
+	}
+	n := int(prefix[offCount])
+	nameLen := int(binary.BigEndian.Uint16(prefix[offNameLen:]))
+	if n > maxKeyStanzas || nameLen == 0 || nameLen > MaxNameLen {
+		return 0, fmt.Errorf("%w: object %q has a malformed header (%d key stanzas, name of %d bytes)", ErrTampered, name, n, nameLen)
+	}
+	return headerLen(nameLen, n), nil
+}
+
+// OpenHeader authenticates the envelope header of an object of size
+// bytes sealed for name from its first bytes, head — at least
+// [HeaderLen] of them — without its age file, and reports what the header
+// says: the store id, the recipients digest, the [Stamp] and the [Writer],
+// as [Envelope.OpenWithInfo] would (the same errors, in the same order,
+// for what it checks). It is how a reader learns who wrote an object
+// without reading it whole: one of the envelope's writer identities
+// authenticates the header through its stanza, whose associated data
+// covers every field, the writer's included. The age file is not checked:
+// an object whose payload was altered after its header passes here and
+// fails to open. An object with no stanza of ours needs a recovery
+// identity ([Options.Recovery]) and its age header in head too (the whole
+// object is enough); without them it fails with [ErrTruncated] (a
+// recovery identity is configured) or [ErrNoMatchingIdentity] (none is:
+// without the age header a wrong key cannot be told from a forgery).
+func (e *Envelope) OpenHeader(name string, head []byte, size int64) (Opened, error) {
+	hdr, err := parsePrefix(name, head, size)
+	if err != nil {
+		return Opened{}, err
+	}
+	if err := e.checkBinding(name, hdr); err != nil {
+		return Opened{}, err
+	}
+	var ageHdr []byte
+	if rest := head[hdr.ageOff:]; len(rest) > 0 {
+		if h, _, err := splitAge(rest); err == nil {
+			ageHdr = h
+		}
+	}
+	fileKey, info, err := e.authenticate(name, hdr, ageHdr, nil, false)
+	if err != nil {
+		return Opened{}, err
+	}
+	clear(fileKey)
+	return info, nil
+}

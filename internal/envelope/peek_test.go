@@ -21,7 +21,7 @@ func FuzzPeekStamp(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	sealed, err := e.SealStamped("app/x", []byte("value"), Stamp{Generation: 3, Epoch: 7, Sequence: 42})
+	sealed, err := e.SealStamped("app/x", []byte("value"), Stamp{Generation: 3, Epoch: 7, Sequence: 42}, Writer{Instance: "pod-a"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestPeekStamp_FixedHeaderOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Stamp{Generation: 2, Epoch: 9, Sequence: 1 << 40}
-	sealed, err := e.SealStamped("n", []byte("v"), want)
+	sealed, err := e.SealStamped("n", []byte("v"), want, Writer{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 )
 
 // recoveryRecipe is docs/recovery.md's command, verbatim: strip the
-// envelope header (140 + L + 40n bytes) and hand the rest to stock age.
+// envelope header (444 + L + 40n bytes) and hand the rest to stock age.
 const recoveryRecipe = `n=$(od -An -tu1 -j9 -N1 obj | tr -d ' ')
 L=$(( $(od -An -tu1 -j10 -N1 obj) * 256 + $(od -An -tu1 -j11 -N1 obj) ))
-H=$(( 140 + L + 40*n ))
+H=$(( 444 + L + 40*n ))
 tail -c +$((H + 1)) obj | age -d -i identity.txt
 `
 
@@ -72,11 +72,11 @@ func TestRecoveryRecipe_StockAgeCLI(t *testing.T) {
 		return out, strings.TrimSpace(errBuf.String()), err
 	}
 	for _, c := range []struct{ vector, identityFile string }{
-		{"v3_x25519", "keys/alice.txt"},
-		{"v3_x25519_two_chunks", "keys/alice.txt"},
-		{"v3_content_bound", "keys/recovery.txt"},
-		{"v3_hybrid", "keys/hybrid.txt"},
-		{"v3_ssh_ed25519", "keys/ssh_ed25519"},
+		{"v4_x25519", "keys/alice.txt"},
+		{"v4_x25519_two_chunks", "keys/alice.txt"},
+		{"v4_content_bound", "keys/recovery.txt"},
+		{"v4_hybrid", "keys/hybrid.txt"},
+		{"v4_ssh_ed25519", "keys/ssh_ed25519"},
 	} {
 		t.Run(c.vector, func(t *testing.T) {
 			if strings.Contains(c.vector, "hybrid") && !hybridOK {
@@ -94,7 +94,7 @@ func TestRecoveryRecipe_StockAgeCLI(t *testing.T) {
 	}
 	// The object Open refuses because stock age's parser refuses its age
 	// header: the stock CLI refuses it too.
-	v := parseVector(t, "testdata/vectors/v3_age_header_stock_age_rejects")
+	v := parseVector(t, "testdata/vectors/v4_age_header_stock_age_rejects")
 	if out, stderr, err := run(t, v.object, "keys/alice.txt"); err == nil {
 		t.Fatalf("stock age read %d bytes from an object whose age header it should refuse", len(out))
 	} else if !strings.Contains(stderr, "header") {

@@ -84,7 +84,7 @@ func TestOpen_UnboundObjectInBoundStore_ForeignStore(t *testing.T) {
 func TestPeekHeader_ReadsStoreIDNameAndStamp(t *testing.T) {
 	sid := NewStoreID()
 	stamp := Stamp{Generation: 3, Epoch: 17, Sequence: 9}
-	sealed, err := mustNew(t, []age.Identity{newX25519(t)}, nil, Options{StoreID: sid}).SealStamped(".store", []byte("{}"), stamp)
+	sealed, err := mustNew(t, []age.Identity{newX25519(t)}, nil, Options{StoreID: sid}).SealStamped(".store", []byte("{}"), stamp, Writer{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestPeekHeader_ReadsStoreIDNameAndStamp(t *testing.T) {
 	if h, err := PeekHeader(".store", bad); err != nil || h.StoreID == sid {
 		t.Fatalf("PeekHeader of a changed id = %+v, %v; want the changed id", h, err)
 	}
-	for _, b := range [][]byte{nil, []byte("CAIRNST\x03"), []byte(`{"json":1}`), sealed[:len(sealed)-1]} {
+	for _, b := range [][]byte{nil, []byte("CAIRNST\x04"), []byte(`{"json":1}`), sealed[:len(sealed)-1]} {
 		if _, err := PeekHeader(".store", b); !isDetected(err) {
 			t.Errorf("PeekHeader(%d bytes) = %v, want a typed error", len(b), err)
 		}

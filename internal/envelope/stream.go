@@ -22,9 +22,9 @@ import (
 const maxAgeHeaderLen = 256 << 10
 
 // Sealing is an object sealed by [Envelope.SealTo] whose envelope header
-// is not written yet: [Sealing.Finish] writes it, with the [Stamp] of the
-// write that sends it. Until then the object does not open. It holds the
-// object's file key in memory until Finish.
+// is not written yet: [Sealing.Finish] writes it, with the [Stamp] and the
+// [Writer] of the write that sends it. Until then the object does not
+// open. It holds the object's file key in memory until Finish.
 type Sealing struct {
 	e           *Envelope
 	dst         io.WriterAt
@@ -42,16 +42,22 @@ func (s *Sealing) Size() int64 { return s.total }
 // Plaintext is the number of plaintext bytes sealed.
 func (s *Sealing) Plaintext() int64 { return s.plaintext }
 
-// Finish writes the envelope header, bound to stamp, at offset 0 of the
-// destination: the object is then complete, the Size bytes at the start
-// of the destination. It can be called once; it forgets the file key.
-func (s *Sealing) Finish(stamp Stamp) error {
+// Finish writes the envelope header, bound to stamp and sealing writer,
+// at offset 0 of the destination: the object is then complete, the Size
+// bytes at the start of the destination. It fails as
+// [Envelope.SealStamped] does for a writer that does not fit its field
+// (the file key is kept: Finish can be called again). Once it succeeded
+// or failed writing, it forgets the file key and cannot be called again.
+func (s *Sealing) Finish(stamp Stamp, writer Writer) error {
 	if s.fileKey == nil {
 		return fmt.Errorf("envelope: sealing object %q: already finished", s.name)
 	}
+	if err := writer.check(s.name); err != nil {
+		return err
+	}
 	defer func() { clear(s.fileKey); s.fileKey = nil }()
 	hdr := make([]byte, s.h)
-	s.e.fillHeader(hdr, s.name, s.total, s.contentHash, s.fileKey, stamp)
+	s.e.fillHeader(hdr, s.name, s.total, s.contentHash, s.fileKey, stamp, writer)
 	if _, err := s.dst.WriteAt(hdr, 0); err != nil {
 		return fmt.Errorf("envelope: sealing object %q: writing its header: %w", s.name, err)
 	}
@@ -206,7 +212,7 @@ func (e *Envelope) OpenReaderAt(name string, sealed io.ReaderAt, size int64) (io
 	if err != nil {
 		return nil, Opened{}, fmt.Errorf("%w: object %q: %w", ErrTampered, name, err)
 	}
-	fileKey, info, err := e.authenticate(name, hdr, ageHdr, contentHash)
+	fileKey, info, err := e.authenticate(name, hdr, ageHdr, contentHash, true)
 	if err != nil {
 		return nil, Opened{}, err
 	}

@@ -38,6 +38,12 @@ func streamEnvelopes(t *testing.T) map[string]*Envelope {
 // sealToFile seals pt through SealTo into a fresh file and finishes it.
 func sealToFile(t *testing.T, e *Envelope, name string, pt []byte, stamp Stamp) *os.File {
 	t.Helper()
+	return sealToFileWith(t, e, name, pt, stamp, Writer{})
+}
+
+// sealToFileWith is sealToFile with a writer.
+func sealToFileWith(t *testing.T, e *Envelope, name string, pt []byte, stamp Stamp, w Writer) *os.File {
+	t.Helper()
 	f, err := os.Create(filepath.Join(t.TempDir(), "spool"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +56,7 @@ func sealToFile(t *testing.T, e *Envelope, name string, pt []byte, stamp Stamp) 
 	if s.Plaintext() != int64(len(pt)) {
 		t.Errorf("Plaintext() = %d, want %d", s.Plaintext(), len(pt))
 	}
-	if err := s.Finish(stamp); err != nil {
+	if err := s.Finish(stamp, w); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := f.Stat(); err != nil || fi.Size() != s.Size() {
@@ -86,7 +92,7 @@ func TestStream_InteroperatesWithSealAndOpen(t *testing.T) {
 			if hdr, _ := parseHeader("big/value", streamed); hdr.bound() != (kind != "writer") {
 				t.Errorf("%s: content-bound = %v", kind, hdr.bound())
 			}
-			sealed, err := e.SealStamped("big/value", pt, stamp)
+			sealed, err := e.SealStamped("big/value", pt, stamp, Writer{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +100,7 @@ func TestStream_InteroperatesWithSealAndOpen(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s, %d bytes: OpenReaderAt: %v", kind, size, err)
 			}
-			if info.Stamp != stamp || !info.SameRecipients || info.Writer == "" {
+			if info.Stamp != stamp || !info.SameRecipients || info.AuthenticatedBy == "" {
 				t.Errorf("%s: OpenReaderAt info %+v", kind, info)
 			}
 			if err := iotest.TestReader(r, pt); err != nil {

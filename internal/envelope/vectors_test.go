@@ -3,6 +3,7 @@ package envelope
 import (
 	"bufio"
 	"bytes"
+	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -39,21 +40,24 @@ import (
 //	option:            exact-recipients
 //	payload:           hex SHA-256 of the expected plaintext (success only)
 //	stamp:             generation epoch sequence, as Open reports them (success only)
+//	writer:            instance hostname pid, as Open reports them (success only;
+//	                   "-" for an empty name)
 //	authenticated:     yes | no: whether a writer identity authenticated it
 //	same-recipients:   yes | no: whether it was sealed to the envelope's set
 //	comment:           free text
 //
-// go test ./envelope -run TestVectors -update-vectors regenerates the
-// files (new random bytes; review the diff).
-var updateVectors = flag.Bool("update-vectors", false, "regenerate testdata/vectors/v3_*")
+// go test ./internal/envelope -run TestVectors -update-vectors
+// regenerates the files (new random bytes; review the diff).
+var updateVectors = flag.Bool("update-vectors", false, "regenerate testdata/vectors/v4_*")
 
 type vector struct {
-	expect, name, payload                string
-	stamp, authenticated, sameRecipients string
-	identities, recovery                 []age.Identity
-	recipients                           []age.Recipient
-	opts                                 Options
-	object                               []byte
+	expect, name, payload         string
+	stamp, writer                 string
+	authenticated, sameRecipients string
+	identities, recovery          []age.Identity
+	recipients                    []age.Recipient
+	opts                          Options
+	object                        []byte
 }
 
 func parseVector(t *testing.T, path string) vector {
@@ -88,6 +92,8 @@ func parseVector(t *testing.T, path string) vector {
 			v.payload = value
 		case "stamp":
 			v.stamp = value
+		case "writer":
+			v.writer = value
 		case "authenticated":
 			v.authenticated = value
 		case "same-recipients":
@@ -158,6 +164,17 @@ var expectErr = map[string]error{
 	"foreign store":   ErrForeignStore,
 }
 
+// writerText is a writer as a vector's writer: line gives it.
+func writerText(w Writer) string {
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return fmt.Sprintf("%s %s %d", dash(w.Instance), dash(w.Hostname), w.PID)
+}
+
 func yesNo(b bool) string {
 	if b {
 		return "yes"
@@ -194,6 +211,13 @@ func TestVectors(t *testing.T) {
 				}
 				if st := info.Stamp; v.stamp != "" && fmt.Sprintf("%d %d %d", st.Generation, st.Epoch, st.Sequence) != v.stamp {
 					t.Errorf("stamp %+v, want %s", st, v.stamp)
+				}
+				if w := info.Writer; v.writer != "" && writerText(w) != v.writer {
+					t.Errorf("writer %+v, want %s", w, v.writer)
+				}
+				// The header alone says what Open says.
+				if hinfo, err := e.OpenHeader(v.name, v.object, int64(len(v.object))); err != nil || hinfo != info {
+					t.Errorf("OpenHeader = %+v, %v; Open said %+v", hinfo, err, info)
 				}
 				if v.authenticated != "" && yesNo(!info.Unauthenticated) != v.authenticated {
 					t.Errorf("authenticated: %s, want %s", yesNo(!info.Unauthenticated), v.authenticated)
@@ -243,7 +267,7 @@ func mustStoreID(s string) StoreID {
 	return id
 }
 
-// generateVectors writes testdata/vectors/v3_* from the keys in
+// generateVectors writes testdata/vectors/v4_* from the keys in
 // testdata/keys.
 func generateVectors(t *testing.T) {
 	keys := func(file string) *age.X25519Identity {
@@ -275,11 +299,15 @@ func generateVectors(t *testing.T) {
 	pt := []byte(`{"token":"s3cr3t","counter":7}`)
 	const name = "apps/one/state.json"
 	stamp := Stamp{Generation: 2, Epoch: 7, Sequence: 41}
-	base, err := aliceOnly.SealStamped(name, pt, stamp)
+	writer := Writer{Instance: "pod-a", Hostname: "node-1", PID: 4242}
+	base, err := aliceOnly.SealStamped(name, pt, stamp, writer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	boundObj := mustSeal(t, bound, name, pt)
+	boundObj, err := bound.SealStamped(name, pt, stamp, writer)
+	if err != nil {
+		t.Fatal(err)
+	}
 	twoWriters := mustSeal(t, env([]age.Identity{alice, bob}, storeA), name, pt)
 	unbound := mustSeal(t, env([]age.Identity{alice}, Options{}), name, pt)
 
@@ -304,7 +332,7 @@ func generateVectors(t *testing.T) {
 		}
 		b.WriteString("\n")
 		b.Write(object)
-		if err := os.WriteFile(filepath.Join("testdata/vectors", "v3_"+file), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("testdata/vectors", "v4_"+file), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -323,8 +351,8 @@ func generateVectors(t *testing.T) {
 	succ := func(h ...string) hdr { return append(slices.Clone(ok), h...) }
 
 	// Success, per identity type and shape.
-	write("x25519", succ("name: "+name, inA, as(alice), "authenticated: yes", "same-recipients: yes", "stamp: 2 7 41", "comment: one X25519 writer, store A, sealed under manifest generation 2 by the write 41 of epoch 7"), pt, base)
-	write("unstamped", succ("name: "+name, inA, as(alice), "stamp: 0 0 0", "comment: sealed with a zero stamp (an unfenced write of a store without a manifest)"), pt, mustSeal(t, aliceOnly, name, pt))
+	write("x25519", succ("name: "+name, inA, as(alice), "authenticated: yes", "same-recipients: yes", "stamp: 2 7 41", "writer: pod-a node-1 4242", "comment: one X25519 writer, store A, sealed under manifest generation 2 by the write 41 of epoch 7 of instance pod-a (host node-1, pid 4242)"), pt, base)
+	write("unstamped", succ("name: "+name, inA, as(alice), "stamp: 0 0 0", "writer: - - 0", "comment: sealed with a zero stamp and no writer (an unfenced write of a store without a manifest)"), pt, mustSeal(t, aliceOnly, name, pt))
 	write("x25519_empty", succ("name: e", inA, as(alice), "comment: empty plaintext"), []byte{}, mustSeal(t, aliceOnly, "e", nil))
 	big := bytes.Repeat([]byte("0123456789abcdef"), (chunkSize+17)/16)
 	write("x25519_two_chunks", succ("name: big", inA, as(alice), "comment: plaintext of 64 KiB + 16 bytes: two STREAM chunks"), big, mustSeal(t, aliceOnly, "big", big))
@@ -332,9 +360,9 @@ func generateVectors(t *testing.T) {
 	write("ssh_ed25519", succ("name: ssh", inA, "identity-file: keys/ssh_ed25519", "comment: SSH ed25519 identity"), pt, mustSeal(t, env(sshIDs, storeA), "ssh", pt))
 	write("passphrase", succ("name: pw", inA, "passphrase: vector passphrase", fmt.Sprintf("work-factor: %d", MinWorkFactor), "comment: scrypt passphrase; the authentication key is salted with the store id"), pt, mustSeal(t, env([]age.Identity{pass}, storeA), "pw", pt))
 	write("two_writers_opened_by_one", succ("name: "+name, inA, as(bob), "comment: sealed by alice+bob: two key stanzas, so content-bound; opened by bob alone"), pt, twoWriters)
-	write("content_bound", succ("name: "+name, inA, as(alice), "same-recipients: no", "comment: alice + a recovery recipient, content-bound; this envelope seals to alice alone"), pt, boundObj)
+	write("content_bound", succ("name: "+name, inA, as(alice), "same-recipients: no", "stamp: 2 7 41", "writer: pod-a node-1 4242", "comment: alice + a recovery recipient, content-bound (its header carries the age file's SHA-256); this envelope seals to alice alone"), pt, boundObj)
 	write("same_recipients_exact", succ("name: "+name, inA, as(alice), "option: exact-recipients", "recipient: "+alice.Recipient().String(), "recipient: "+recovery.Recipient().String(), "same-recipients: yes", "comment: opened by an envelope whose exact set is the object's"), pt, boundObj)
-	write("recovery_identity", succ("name: "+name, inA, "recovery-identity: "+recovery.String(), "authenticated: no", "comment: the recovery key given as a recovery identity reads it, unauthenticated"), pt, boundObj)
+	write("recovery_identity", succ("name: "+name, inA, "recovery-identity: "+recovery.String(), "authenticated: no", "writer: pod-a node-1 4242", "comment: the recovery key given as a recovery identity reads it, and its writer, unauthenticated"), pt, boundObj)
 	write("recovery_as_writer", hdr{"expect: unauthenticated", "name: " + name, inA, as(recovery), "comment: the recovery key as a writer identity: it decrypts but authenticates nothing"}, nil, boundObj)
 	write("wrong_identity", hdr{"expect: no identity", "name: " + name, inA, as(bob), "comment: sealed to alice only"}, nil, base)
 
@@ -352,6 +380,12 @@ func generateVectors(t *testing.T) {
 	write("tampered_generation", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: the stamp's manifest generation changed (2 to 3)"}, nil, flip(base, offGeneration+7))
 	write("tampered_epoch", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: the stamp's epoch changed"}, nil, flip(base, offEpoch+7))
 	write("tampered_sequence", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: the stamp's write sequence changed"}, nil, flip(base, offSequence+7))
+	write("tampered_writer", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a byte of the sealed writer changed"}, nil, flip(base, offWriter+3))
+	write("tampered_writer_tag", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a byte of the sealed writer's tag changed"}, nil, flip(base, fixedLen-1))
+	write("tampered_writer_bound", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a byte of the sealed writer of a content-bound object changed"}, nil, flip(boundObj, offWriter+100))
+	write("tampered_writer_recovery", hdr{"expect: tampered", "name: " + name, inA, "recovery-identity: " + recovery.String(), "comment: the same, opened by the recovery identity: the header MAC covers the writer"}, nil, flip(boundObj, offWriter+100))
+	write("tampered_content_hash", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a byte of the content hash C of a content-bound object changed"}, nil, flip(boundObj, offContent+5))
+	write("content_hash_unbound", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: a content hash on an object that does not bind its content"}, nil, flip(base, offContent+31))
 
 	// Name binding, truncation, layout.
 	write("name_mismatch", hdr{"expect: name mismatch", "name: apps/two/state.json", inA, as(alice), "comment: genuine object copied to another name"}, nil, base)
@@ -367,8 +401,8 @@ func generateVectors(t *testing.T) {
 	write("bad_magic", hdr{"expect: not envelope", "name: " + name, inA, as(alice)}, nil, flip(base, 0))
 	write("unknown_flag", hdr{"expect: not envelope", "name: " + name, inA, as(alice), "comment: flags bit 1"}, nil, func() []byte { b := bytes.Clone(base); b[offFlags] |= 2; return b }())
 	write("too_many_stanzas", hdr{"expect: tampered", "name: " + name, inA, as(alice), "comment: n = 17"}, nil, func() []byte { b := bytes.Clone(base); b[offCount] = 17; return b }())
-	for _, v := range []byte{1, 2, 4} {
-		write(fmt.Sprintf("version_%d", v), hdr{"expect: not envelope", "name: " + name, inA, as(alice), fmt.Sprintf("comment: the version byte set to %d: this build reads version 3 only", v)}, nil,
+	for _, v := range []byte{1, 2, 3, 5} {
+		write(fmt.Sprintf("version_%d", v), hdr{"expect: not envelope", "name: " + name, inA, as(alice), fmt.Sprintf("comment: the version byte set to %d: this build reads version 4 only", v)}, nil,
 			func() []byte { b := bytes.Clone(base); b[offVersion] = v; return b }())
 	}
 
@@ -412,7 +446,7 @@ func generateVectors(t *testing.T) {
 
 // TestDerivation_KnownAnswers pins the key derivations of ADR 0030 with the
 // values a second implementation can check step by step (alice's key, the
-// v3_x25519 vector, and the passphrase's per-store key).
+// v4_x25519 vector, and the passphrase's per-store key).
 func TestDerivation_KnownAnswers(t *testing.T) {
 	alice := loadKey(t, "alice.txt")
 	k := authKeyOf(t, alice, StoreID{})
@@ -425,18 +459,27 @@ func TestDerivation_KnownAnswers(t *testing.T) {
 	check("authentication key", k.key, "7ba0c7be6bee07d93d8296b7053b6544e3c42a84c068b511eb2894ebcc8f7646")
 	check("key id", k.kid, "52d20b8717186cf2")
 
-	v := parseVector(t, "testdata/vectors/v3_x25519")
+	v := parseVector(t, "testdata/vectors/v4_x25519")
 	hdr, err := parseHeader(v.name, v.object)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("salt", hdr.salt, knownSalt)
 	check("wrap key", wrapKey(k.key, hdr.salt), knownWrapKey)
-	fk, found, err := unwrapStanza(v.name, hdr, []authKey{k}, nil)
+	fk, found, err := unwrapStanza(v.name, hdr, []authKey{k})
 	if err != nil || !found {
 		t.Fatalf("unwrap: found=%v, %v", found, err)
 	}
 	check("file key", fk, knownFileKey)
+	wk, err := hkdf.Key(sha256.New, fk, hdr.salt, labelWriter, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("writer key", wk, knownWriterKey)
+	w, err := openWriterField(v.name, hdr, fk)
+	if err != nil || w != (Writer{Instance: "pod-a", Hostname: "node-1", PID: 4242}) {
+		t.Errorf("writer = %+v, %v", w, err)
+	}
 	check("recipients digest", hdr.recipients[:], "d0bba3392538432d6d2549700dff83d753db6d4360b0b5ab069e92a99dd0789b")
 	if d := recipientsDigest([]string{alice.Recipient().String()}); !bytes.Equal(d[:], hdr.recipients[:]) {
 		t.Errorf("recipients digest of {alice} = %x, the vector carries %x", d, hdr.recipients)
@@ -454,11 +497,12 @@ func TestDerivation_KnownAnswers(t *testing.T) {
 	check("passphrase key, store B", authKeyOf(t, pass, vectorStoreB).kid, "cc4e05d160787c77")
 }
 
-// The known answers of the v3_x25519 vector (ADR 0030's table).
+// The known answers of the v4_x25519 vector (ADR 0064's table).
 const (
-	knownSalt    = "513281d026b12b76954db736629eb2d1"
-	knownWrapKey = "c6ebdcb4881c68597f5768edd53e5297028b0131584f58fe2623bc0cb5ff8438"
-	knownFileKey = "16025ef945969fa4b92e565205a5d5fb"
-	knownH       = 199
-	knownT       = 429
+	knownSalt      = "c9447d09a11d32cfc0116c3aff8ef7ab"
+	knownWrapKey   = "24dbac1558ac2df5737d48aa434d95e9b8268890067d4a2559207780f66e4ae5"
+	knownFileKey   = "977e80c193b798b555f26dedd7e649b6"
+	knownWriterKey = "83e1ded757336c853cc7ce4e9f01fea993160c74ef3acb71d77856ed4bc720cb"
+	knownH         = 503
+	knownT         = 733
 )

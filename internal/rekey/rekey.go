@@ -661,7 +661,7 @@ func (r *run) reseal(ctx context.Context, name string) (outcome, error) {
 	}
 	if obj.Opened.Unauthenticated {
 		r.res.Unauthenticated = append(r.res.Unauthenticated, name)
-	} else if r.old[obj.Opened.Writer] {
+	} else if r.old[obj.Opened.AuthenticatedBy] {
 		r.res.Reauthenticated = append(r.res.Reauthenticated, name)
 	}
 	if !r.o.Restart && sealedToTheSet(obj.Opened, r.gen) {
