@@ -520,7 +520,7 @@ func (s *Store) sealWith(ss *storeSealer, name string, data []byte, gen uint64) 
 		return nil, envelope.Stamp{}, fmt.Errorf("seal %q: %w", name, errNoKey)
 	}
 	stamp := s.stamp(gen)
-	sealed, err := ss.env.SealStamped(name, data, stamp, envelope.Writer{})
+	sealed, err := ss.env.SealStamped(name, data, stamp, s.writerFor(stamp.Epoch))
 	return sealed, stamp, err
 }
 

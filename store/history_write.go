@@ -359,7 +359,7 @@ func (s *Store) deleteKept(ctx context.Context, key, name string, opts DeleteOpt
 	e, q := f.NextWrite()
 	tid := VersionID{Epoch: e, Sequence: q}
 	tname := entryName(name, tid, true)
-	sealed, err := s.sealAs(tname, nil, envelope.Stamp{Epoch: e, Sequence: q})
+	sealed, err := s.sealAs(tname, nil, envelope.Stamp{Epoch: e, Sequence: q}, s.writerFor(e))
 	if err == nil {
 		var po backend.PutOptions
 		if s.conditionalWrites() {
@@ -378,11 +378,11 @@ func (s *Store) deleteKept(ctx context.Context, key, name string, opts DeleteOpt
 	return res, nil
 }
 
-// sealAs seals data bound to name with the given epoch and sequence,
-// under the store's current manifest generation: what a tombstone (whose
-// name holds its own id) and a re-seal (which keeps the version's id)
-// need.
-func (s *Store) sealAs(name string, data []byte, st envelope.Stamp) ([]byte, error) {
+// sealAs seals data bound to name with the given epoch, sequence and
+// writer, under the store's current manifest generation: what a tombstone
+// (whose name holds its own id) and a re-seal (which keeps the version's
+// id and writer) need.
+func (s *Store) sealAs(name string, data []byte, st envelope.Stamp, w envelope.Writer) ([]byte, error) {
 	ss, ok := s.c.sealer.(*storeSealer)
 	switch {
 	case !ok:
@@ -393,7 +393,7 @@ func (s *Store) sealAs(name string, data []byte, st envelope.Stamp) ([]byte, err
 		return nil, fmt.Errorf("seal %q: %w", name, errNoKey)
 	}
 	st.Generation = ss.generation()
-	return ss.env.SealStamped(name, data, st, envelope.Writer{})
+	return ss.env.SealStamped(name, data, st, w)
 }
 
 // prune deletes the entries of es (the name's entries before this write,
@@ -466,7 +466,7 @@ func (s *Store) recordWriter(ctx context.Context, e uint64) {
 		return
 	}
 	name := writerName(e)
-	sealed, err := s.sealAs(name, data, envelope.Stamp{Epoch: e})
+	sealed, err := s.sealAs(name, data, envelope.Stamp{Epoch: e}, envelope.Writer{})
 	if err == nil {
 		var po backend.PutOptions
 		if s.conditionalWrites() {

@@ -9,7 +9,7 @@ import (
 
 // reseal writes obj's value back sealed to the store's current recipients
 // and manifest generation, keeping the epoch and sequence of the write
-// that made it (its version id, ADR 0040 §8), conditional on obj's
+// that made it (its version id, ADR 0040 §8) and its writer (ADR 0064), conditional on obj's
 // version where the storage has conditional writes, and keeping nothing
 // in history. obj comes from storeadmin.GetObject on the same view: through
 // the internal view a kept version is re-sealed bound to the name it is
@@ -31,7 +31,7 @@ func (s *Store) reseal(ctx context.Context, obj object) (Info, error) {
 		bound = boundName(name)
 	}
 	st := obj.Opened.Stamp
-	sealed, err := s.sealAs(bound, obj.Data, envelope.Stamp{Epoch: st.Epoch, Sequence: st.Sequence})
+	sealed, err := s.sealAs(bound, obj.Data, envelope.Stamp{Epoch: st.Epoch, Sequence: st.Sequence}, obj.Opened.Writer)
 	if err != nil {
 		return Info{}, fmt.Errorf("store: reseal %q: seal: %w", name, err)
 	}

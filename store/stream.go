@@ -134,7 +134,7 @@ func (s *Store) putUpload(ctx context.Context, u *upload, opts PutOptions) (_ In
 		return Info{}, err
 	}
 	stamp := s.stamp(s.c.sealer.(*storeSealer).generation())
-	if err := u.sealing.Finish(stamp, envelope.Writer{}); err != nil {
+	if err := u.sealing.Finish(stamp, s.writerFor(stamp.Epoch)); err != nil {
 		return Info{}, fmt.Errorf("store: put %q: seal: %w", u.name, err)
 	}
 	size := u.sealing.Size()

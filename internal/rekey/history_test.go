@@ -15,6 +15,7 @@ import (
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/rekey"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -50,6 +51,10 @@ func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			before[n] = vs
+		}
+		writersBefore := writers(t, st)
+		if w := writersBefore["obj/00"]; w.Instance != "app" || w.PID == 0 {
+			t.Fatalf("obj/00 was written by %+v, want the holder app", w)
 		}
 		res, err := rekey.Run(ctx, b, rekey.Options{
 			Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
@@ -115,6 +120,14 @@ func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every object keeps its writer: a re-seal is not a write of the
+		// rekey's (ADR 0064).
+		writersAfter := writers(t, after)
+		for n, w := range writersBefore {
+			if writersAfter[n] != w {
+				t.Errorf("%s: written by %+v before the rekey, %+v after", n, w, writersAfter[n])
+			}
+		}
 		for n, vs := range before {
 			got, err := after.History(ctx, n)
 			if err != nil {
@@ -153,4 +166,27 @@ func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 			t.Errorf("the old key after the rekey: %v", err)
 		}
 	}
+}
+
+// writers returns the writer each of st's objects names in its header,
+// by state name (history's entries included, the lock's objects left out).
+func writers(t *testing.T, st *store.Store) map[string]envelope.Writer {
+	t.Helper()
+	in := storeadmin.Internal(st)
+	out := map[string]envelope.Writer{}
+	err := in.List(t.Context(), "", func(info store.Info) error {
+		if lockadmin.Owns(info.Name) || info.Name == storemeta.ManifestName || strings.HasPrefix(info.Name, ".history/.writers/") {
+			return nil
+		}
+		obj, err := storeadmin.GetObject(t.Context(), in, info.Name)
+		if err != nil {
+			return err
+		}
+		out[info.Name] = obj.Opened.Writer
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

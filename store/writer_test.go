@@ -1,0 +1,150 @@
+package store_test
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/backend/mem"
+	"github.com/cairnhq/state/internal/envelope"
+	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
+	"github.com/cairnhq/state/store"
+	"github.com/cairnhq/state/testutil/garage"
+	"github.com/cairnhq/state/testutil/versitygw"
+)
+
+// writerOf opens the raw object at the state name internal (a kept
+// version, a tombstone, an object) through st's internal view and
+// returns the writer its header names.
+func writerOf(t *testing.T, st *store.Store, internal string) envelope.Writer {
+	t.Helper()
+	obj, err := storeadmin.GetObject(t.Context(), storeadmin.Internal(st), internal)
+	if err != nil {
+		t.Fatalf("open %s: %v", internal, err)
+	}
+	return obj.Opened.Writer
+}
+
+func holderWriter(instance string) envelope.Writer {
+	return envelope.Writer{Instance: instance, Hostname: "host-" + instance, PID: 42}
+}
+
+// runWriterTests runs the writer tests on backends made by fresh.
+func runWriterTests(t *testing.T, fresh func(t *testing.T) backend.Backend) {
+	t.Run("EveryFencedWrite_SealsItsHolder_NotReadableInTheBucket", func(t *testing.T) { testEveryWriteSealsItsHolder(t, fresh(t)) })
+}
+
+// Every write a fenced view makes — a value, its keep, a streamed value,
+// a tombstone, a restore — names the holder of the view's fence in its
+// header; an unfenced write, or one fenced by a fence that cannot say who
+// holds it, names no one. The bucket's bytes carry neither the instance
+// nor the host.
+func testEveryWriteSealsItsHolder(t *testing.T, b backend.Backend) {
+	ctx := t.Context()
+	k := keysOf(testkit.Identity(t))
+	a := historyStore(t, b, k, 3, "pod-a", 0)
+	first := mustPut(t, a, "app/v", "one")
+	streamed, err := a.PutReader(ctx, "app/v", strings.NewReader("two"), store.PutOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range []store.Info{first, streamed} {
+		entry := ".history/app/v/" + info.ID.String()
+		if w := writerOf(t, a, entry); w != holderWriter("pod-a") {
+			t.Errorf("kept version %s names %+v, want pod-a's", entry, w)
+		}
+	}
+	if obj, err := storeadmin.GetObject(ctx, a, "app/v"); err != nil || obj.Opened.Writer != holderWriter("pod-a") {
+		t.Errorf("the current object names %+v, %v; want pod-a's", obj.Opened.Writer, err)
+	}
+	// Another holding restores pod-a's first version: a new write, by
+	// pod-b; then deletes it: its tombstone is pod-b's too.
+	bst := historyStore(t, b, k, 4, "pod-b", 0)
+	res, err := bst.Restore(ctx, "app/v", first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := writerOf(t, bst, "app/v"); w != holderWriter("pod-b") {
+		t.Errorf("the restored object names %+v, want pod-b's (a restore is the restorer's write)", w)
+	}
+	if err := bst.Delete(ctx, "app/v", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tomb := res.Written.ID
+	tomb.Sequence++
+	if w := writerOf(t, bst, ".history/app/v/"+tomb.String()+".deleted"); w != holderWriter("pod-b") {
+		t.Errorf("the tombstone names %+v, want pod-b's", w)
+	}
+	// Unfenced, and fenced without a Holder: no one.
+	plain, err := store.Connect(ctx, b, k, store.ConnectOptions{Options: store.Options{Logger: quiet()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, plain, "plain", "x")
+	mustPut(t, storeadmin.WithFence(plain, &switchFence{epoch: 5}), "anonymous", "x")
+	for _, n := range []string{"plain", "anonymous"} {
+		if w := writerOf(t, plain, n); w != (envelope.Writer{}) {
+			t.Errorf("%s names %+v, want no one", n, w)
+		}
+	}
+	// The storage operator reads no instance or host in any object.
+	for _, key := range rawKeys(t, b) {
+		raw := rawGet(t, b, key)
+		for _, s := range []string{"pod-a", "pod-b", "host-pod"} {
+			if bytes.Contains(raw, []byte(s)) {
+				t.Errorf("%s carries %q in the bucket's bytes", key, s)
+			}
+		}
+	}
+}
+
+// A holder whose names do not fit the header's writer field is still
+// named: the host cut first, then the instance, at a character boundary.
+func TestWriter_LongNames_CutToFit(t *testing.T) {
+	b := mem.New(mem.Options{})
+	k := keysOf(testkit.Identity(t))
+	st, err := store.Connect(t.Context(), b, k, store.ConnectOptions{Create: true, Options: store.Options{Logger: quiet()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("é", 200) // 400 bytes
+	v := storeadmin.WithFence(st, &holderFence{switchFence: switchFence{epoch: 1}, instance: long})
+	mustPut(t, v, "app/x", "v")
+	w := writerOf(t, v, "app/x")
+	if len(w.Instance)+len(w.Hostname) > envelope.MaxWriterLen || !strings.HasPrefix(long, w.Instance) || !strings.HasPrefix("host-"+long, w.Hostname) || len(w.Instance) < 100 || w.PID != 42 {
+		t.Errorf("writer of a holder with 400-byte names = %d-byte instance, %d-byte host, pid %d", len(w.Instance), len(w.Hostname), w.PID)
+	}
+}
+
+func TestWriter_Local(t *testing.T) {
+	t.Run("mem", func(t *testing.T) {
+		runWriterTests(t, func(*testing.T) backend.Backend { return mem.New(mem.Options{}) })
+	})
+	t.Run("mem-without-conditions", func(t *testing.T) {
+		runWriterTests(t, func(*testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) })
+	})
+	t.Run("fs", func(t *testing.T) {
+		runWriterTests(t, func(t *testing.T) backend.Backend {
+			b, err := fs.New(t.TempDir(), fs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.(io.Closer).Close() })
+			return b
+		})
+	})
+}
+
+func TestWriter_Versitygw(t *testing.T) {
+	srv := versitygw.Start(t)
+	runWriterTests(t, func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) })
+}
+
+func TestWriter_Garage(t *testing.T) {
+	srv := garage.Start(t)
+	runWriterTests(t, func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) })
+}
