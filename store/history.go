@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,11 +28,10 @@ const NoHistory = -1
 // The layout of history under the store's reserved prefix (ADR 0040 §1):
 // .history/<name>/<E>.<S> is a kept version of <name>, the very sealed
 // bytes of the write stamped (E, S); .history/<name>/<E>.<S>.deleted a
-// tombstone, <name> deleted by the write stamped (E, S); and
-// .history/.writers/<E> the record of who held the lock in epoch E.
+// tombstone, <name> deleted by the write stamped (E, S). Who wrote each
+// is in its own header (ADR 0064).
 const (
 	historyDir      = ".history/"
-	writersDir      = historyDir + ".writers/"
 	tombstoneSuffix = ".deleted"
 	// maxIDLen is the longest id's text: two 20-digit numbers and a dot.
 	maxIDLen = 41
@@ -48,12 +46,8 @@ func entryName(name string, id VersionID, deleted bool) string {
 	return n
 }
 
-// writerName is the internal state name of epoch e's writer record.
-func writerName(e uint64) string { return fmt.Sprintf("%s%d", writersDir, e) }
-
 // parseEntry splits the internal state name of a history object: a
-// version or tombstone of name. ok is false for writer records and for
-// anything else.
+// version or tombstone of name. ok is false for anything else.
 func parseEntry(internal string) (name string, id VersionID, deleted, ok bool) {
 	rest, found := strings.CutPrefix(internal, historyDir)
 	if !found || strings.HasPrefix(rest, ".") {
@@ -83,12 +77,9 @@ func boundName(internal string) string {
 }
 
 // isHistoryRecord reports an internal state name that is one of
-// history's own records — a writer record or a tombstone — rather than a
-// kept version (which is sealed as its object was).
+// history's own records — a tombstone — rather than a kept version (which
+// is sealed as its object was).
 func isHistoryRecord(internal string) bool {
-	if strings.HasPrefix(internal, writersDir) {
-		return true
-	}
 	_, _, deleted, ok := parseEntry(internal)
 	return ok && deleted
 }
@@ -103,8 +94,10 @@ type Version struct {
 	// for a current version not kept yet, its modification time; for a
 	// tombstone, when the name was deleted.
 	Time time.Time
-	// Instance is the instance that held the lock in the version's epoch,
-	// from the epoch's writer record; empty where there is none.
+	// Instance is the instance whose write made the version (for a
+	// tombstone, the delete), as the version's own header names it
+	// (authenticated, docs/adr/0064); empty for an unfenced write, or
+	// where the header does not open.
 	Instance string
 	// Size is the sealed size in bytes.
 	Size int64
@@ -146,15 +139,6 @@ type Deleted struct {
 // ErrNotDeleted is [Store.Undelete]'s error for a name that has a current
 // object: there is nothing to undelete (restore a version instead).
 var ErrNotDeleted = errors.New("the name is not deleted")
-
-// writerRecord is the JSON of .history/.writers/<E>.
-type writerRecord struct {
-	Epoch    uint64    `json:"epoch"`
-	Instance string    `json:"instance"`
-	Hostname string    `json:"hostname,omitempty"`
-	PID      int       `json:"pid,omitempty"`
-	Acquired time.Time `json:"acquired,omitzero"`
-}
 
 // appKey is the key of an application name, which has a history
 // (reserved names have none), for op's errors.
@@ -234,6 +218,7 @@ type peeked struct {
 	exists bool
 	obj    backend.Object
 	id     VersionID
+	writer envelope.Writer // from peekWriter only: who the header names
 }
 
 // peek reads the first bytes of key — the fixed part of its header — to
@@ -275,11 +260,19 @@ func versionIDOf(id VersionID, mod time.Time) VersionID {
 // History returns every version of name, newest first: the versions and
 // tombstones kept under .cairn-state/.history/, and the current object
 // (marked Current; listed first and not Kept when it was not kept yet).
-// It lists the name's history, reads the current object's header, and
-// reads the writer record of each epoch listed (once per store). It
-// fails with an error wrapping ErrNotFound when there is neither an
-// object nor history. It needs no lock.
+// Each version's Instance comes from its own header: History lists the
+// name's history and reads the header of the current object and of every
+// other entry (a GET closed after the header; the kept copy of the
+// current version is the same bytes and is not read again). It fails with
+// an error wrapping ErrNotFound when there is neither an object nor
+// history. It needs no lock.
 func (s *Store) History(ctx context.Context, name string) ([]Version, error) {
+	return s.history(ctx, name, true)
+}
+
+// history is History; without writers it reads no entry's header and
+// names no instance (what Undelete needs).
+func (s *Store) history(ctx context.Context, name string, writers bool) ([]Version, error) {
 	key, err := s.appKey("history", name)
 	if err != nil {
 		return nil, err
@@ -292,7 +285,13 @@ func (s *Store) History(ctx context.Context, name string) ([]Version, error) {
 		wg         sync.WaitGroup
 	)
 	wg.Go(func() { es, lerr = s.listEntries(ctx, name, dir) })
-	wg.Go(func() { cur, perr = s.peek(ctx, key, name) })
+	wg.Go(func() {
+		if writers {
+			cur, perr = s.peekWriter(ctx, key, name)
+		} else {
+			cur, perr = s.peek(ctx, key, name)
+		}
+	})
 	wg.Wait()
 	if lerr != nil {
 		return nil, lerr
@@ -304,52 +303,153 @@ func (s *Store) History(ctx context.Context, name string) ([]Version, error) {
 		return nil, fmt.Errorf("store: history of %q: no object and no kept version: %w", name, ErrNotFound)
 	}
 	out := make([]Version, 0, len(es)+1)
+	var unread []int // the entries whose header is to be read: out's indexes
 	curKept := false
 	for _, e := range es {
 		v := Version{ID: e.id, Time: e.mod, Size: e.size, Deleted: e.deleted, Kept: true}
 		if cur.exists && !e.deleted && e.id == cur.id {
 			v.Current, curKept = true, true
+			v.Instance = cur.writer.Instance
+		} else {
+			unread = append(unread, len(out))
 		}
 		out = append(out, v)
 	}
 	if cur.exists && !curKept {
-		out = append(out, Version{ID: cur.id, Time: cur.obj.ModTime, Size: cur.obj.Size, Current: true})
+		out = append(out, Version{ID: cur.id, Time: cur.obj.ModTime, Size: cur.obj.Size, Current: true, Instance: cur.writer.Instance})
+	}
+	if writers {
+		named := make([]namedVersion, 0, len(unread))
+		for _, i := range unread {
+			named = append(named, namedVersion{name: name, v: &out[i]})
+		}
+		s.nameWriters(ctx, named)
 	}
 	slices.SortStableFunc(out, func(a, b Version) int { return -a.ID.Compare(b.ID) })
-	s.nameWriters(ctx, out)
 	return out, nil
 }
 
-// nameWriters fills in the instance of each version from its epoch's
-// writer record, read once per store and epoch.
-func (s *Store) nameWriters(ctx context.Context, vs []Version) {
-	for i := range vs {
-		if e := vs[i].ID.Epoch; e > 0 {
-			vs[i].Instance = s.writer(ctx, e).Instance
-		}
-	}
+// headerReads bounds the header reads one History or ListDeleted has in
+// flight.
+const headerReads = 8
+
+// namedVersion is a kept version or tombstone of name whose Instance
+// nameWriters fills in.
+type namedVersion struct {
+	name string
+	v    *Version
 }
 
-// writer returns epoch e's writer record, or a zero storehook.HolderInfo where it
-// is missing or does not open (cached either way: a record never changes).
-func (s *Store) writer(ctx context.Context, e uint64) storehook.HolderInfo {
-	if v, ok := s.c.writers.Load(e); ok {
-		return v.(storehook.HolderInfo)
+// nameWriters fills in the Instance of each entry of vs from the entry's
+// own header, up to headerReads at a time.
+func (s *Store) nameWriters(ctx context.Context, vs []namedVersion) {
+	sem := make(chan struct{}, headerReads)
+	var wg sync.WaitGroup
+	for _, nv := range vs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			internal := entryName(nv.name, nv.v.ID, nv.v.Deleted)
+			bound := internal // a tombstone is sealed as itself
+			if !nv.v.Deleted {
+				bound = nv.name // a kept version as its object was
+			}
+			nv.v.Instance = s.readWriter(ctx, s.c.prefix+internal, bound).Instance
+		})
 	}
-	var h storehook.HolderInfo
-	name := writerName(e)
-	data, _, err := s.internalView().get(ctx, s.c.prefix+name, name)
-	var rec writerRecord
+	wg.Wait()
+}
+
+// headerSlack is how many bytes past an object's envelope header a header
+// read takes too: its age header, which a recovery identity opens it
+// through (an X25519 stanza is about 100 bytes, a post-quantum one about
+// 1.6 KB). A small object is read whole.
+const headerSlack = 4 << 10
+
+// readHeader reads the first bytes of key — its envelope header, and
+// headerSlack more — with a GET whose body is closed after them (the
+// backend contract has no ranged read; on the state objects this store
+// writes, KiB, it is the same request), and opens the header bound to
+// bound ([envelope.Envelope.OpenHeader]): the stamp and the writer it
+// names, authenticated. A missing object is ok false, no error; an
+// object that is not an envelope or does not open is an error wrapping
+// ErrUnreadable, beside what was read (obj, and the stamp its header
+// says, unauthenticated).
+func (s *Store) readHeader(ctx context.Context, key, bound string) (obj backend.Object, st envelope.Stamp, opened envelope.Opened, ok bool, err error) {
+	rc, obj, err := s.c.b.Get(ctx, key)
+	if errors.Is(err, backend.ErrNotFound) {
+		return obj, st, opened, false, nil
+	}
+	if err != nil {
+		return obj, st, opened, false, s.wrap("get", bound, err)
+	}
+	defer rc.Close()
+	head := make([]byte, envelope.FixedHeaderLen)
+	n, err := io.ReadFull(rc, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return obj, st, opened, true, s.wrap("get", bound, err)
+	}
+	head = head[:n]
+	st, perr := envelope.PeekStamp(bound, head)
+	if perr != nil {
+		return obj, envelope.Stamp{}, opened, true, fmt.Errorf("store: %q: %w: %w", bound, ErrUnreadable, perr)
+	}
+	hl, perr := envelope.HeaderLen(bound, head)
+	if perr != nil {
+		return obj, st, opened, true, fmt.Errorf("store: %q: %w: %w", bound, ErrUnreadable, perr)
+	}
+	want := int64(hl) + headerSlack
+	if obj.Size >= 0 {
+		want = min(want, obj.Size)
+	}
+	if int64(n) < want {
+		head = append(head, make([]byte, want-int64(n))...)
+		m, err := io.ReadFull(rc, head[n:])
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return obj, st, opened, true, s.wrap("get", bound, err)
+		}
+		head = head[:n+m]
+	}
+	ss, isStore := s.c.sealer.(*storeSealer)
+	if !isStore {
+		return obj, st, opened, true, fmt.Errorf("store: %q: %w: no envelope to open its header with", bound, ErrUnreadable)
+	}
+	env, err := ss.opener(bound)
+	if err == nil {
+		opened, err = env.OpenHeader(bound, head, obj.Size)
+	}
+	if err != nil {
+		return obj, st, opened, true, fmt.Errorf("store: %q: %w: %w", bound, ErrUnreadable, err)
+	}
+	return obj, opened.Stamp, opened, true, nil
+}
+
+// readWriter is the writer the header of key (sealed bound to bound)
+// names, or no one where it cannot be read or opened (logged at debug
+// level: history still lists the version).
+func (s *Store) readWriter(ctx context.Context, key, bound string) envelope.Writer {
+	_, _, opened, _, err := s.readHeader(ctx, key, bound)
+	if err != nil {
+		s.c.log.DebugContext(ctx, "store: the writer of a version is not known: its header does not open", "object", bound, "err", err)
+		return envelope.Writer{}
+	}
+	return opened.Writer
+}
+
+// peekWriter is peek that also opens the header, for the writer it names
+// (no one where it does not open): History's read of the current object.
+func (s *Store) peekWriter(ctx context.Context, key, name string) (peeked, error) {
+	obj, st, opened, ok, err := s.readHeader(ctx, key, name)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case !ok && err == nil:
+		s.memo.set(key, memoAbsent)
+		return peeked{}, nil
+	case !ok:
+		return peeked{}, err
 	case err != nil:
-		s.c.log.DebugContext(ctx, "store: a writer record does not open", "epoch", e, "err", err)
-		return h // not cached: the storage may answer next time
-	case json.Unmarshal(data, &rec) == nil && rec.Epoch == e:
-		h = storehook.HolderInfo{Instance: rec.Instance, Hostname: rec.Hostname, PID: rec.PID, Epoch: e, Acquired: rec.Acquired}
+		s.c.log.DebugContext(ctx, "store: the writer of a version is not known: its header does not open", "object", name, "err", err)
 	}
-	s.c.writers.Store(e, h)
-	return h
+	return peeked{exists: true, obj: obj, id: versionIDOf(idOf(st), obj.ModTime), writer: opened.Writer}, nil
 }
 
 // GetVersion reads and opens one version of name: a kept version (bound
@@ -440,7 +540,7 @@ func (s *Store) restore(ctx context.Context, name string, id VersionID, opts Put
 // name with a current object fails with [ErrNotDeleted]; one without
 // kept versions with an error wrapping ErrNotFound.
 func (s *Store) Undelete(ctx context.Context, name string) (Restored, error) {
-	vs, err := s.History(ctx, name)
+	vs, err := s.history(ctx, name, false)
 	if err != nil {
 		return Restored{}, err
 	}
@@ -465,8 +565,9 @@ func (s *Store) Undelete(ctx context.Context, name string) (Restored, error) {
 
 // ListDeleted calls fn for every name under prefix that has kept
 // versions and no current object, in lexical order: one listing of the
-// history under prefix and one of the objects. An error from fn stops
-// it and is returned.
+// history under prefix and one of the objects, then a read of the header
+// of each deleted name's last version (who wrote it). An error from fn
+// stops it and is returned.
 func (s *Store) ListDeleted(ctx context.Context, prefix string, fn func(Deleted) error) error {
 	if err := validatePrefix(prefix); err != nil {
 		return fmt.Errorf("store: list deleted: %w", err)
@@ -518,6 +619,7 @@ func (s *Store) ListDeleted(ctx context.Context, prefix string, fn func(Deleted)
 		return fmt.Errorf("store: list deleted %q: %w", prefix, lerr)
 	}
 	slices.Sort(order)
+	var found []Deleted
 	for _, name := range order {
 		h := byName[name]
 		if live[name] || h.last == nil {
@@ -527,9 +629,14 @@ func (s *Store) ListDeleted(ctx context.Context, prefix string, fn func(Deleted)
 		if h.tomb != nil && h.tomb.id.Compare(h.last.ID) > 0 {
 			d.DeletedAt, d.By = h.tomb.mod, h.tomb.id
 		}
-		vs := []Version{d.Last}
-		s.nameWriters(ctx, vs)
-		d.Last = vs[0]
+		found = append(found, d)
+	}
+	named := make([]namedVersion, len(found))
+	for i := range found {
+		named[i] = namedVersion{name: found[i].Name, v: &found[i].Last}
+	}
+	s.nameWriters(ctx, named)
+	for _, d := range found {
 		if err := fn(d); err != nil {
 			return err
 		}
@@ -545,12 +652,7 @@ func (s *Store) historyUsage(ctx context.Context) (storehook.HistoryUsage, error
 	names := map[string]bool{}
 	err := s.c.b.List(ctx, s.c.prefix+historyDir, func(o backend.Object) error {
 		u.Bytes += max(o.Size, 0)
-		internal := strings.TrimPrefix(o.Key, s.c.prefix)
-		if strings.HasPrefix(internal, writersDir) {
-			u.Writers++
-			return nil
-		}
-		name, _, deleted, ok := parseEntry(internal)
+		name, _, deleted, ok := parseEntry(strings.TrimPrefix(o.Key, s.c.prefix))
 		if !ok {
 			return nil
 		}

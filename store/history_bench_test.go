@@ -111,18 +111,23 @@ func TestHistory_RequestsPerOverwrite(t *testing.T) {
 		want  map[string]fault.Counts
 	}{
 		{"1KiB", small, map[string]fault.Counts{
-			// header read ∥ LIST; PUT; keep PUT ∥ writer record ∥ prune
-			"first write of a holding": {Get: 1, List: 1, Put: 3, Delete: 1},
+			// header read ∥ LIST; PUT; keep PUT ∥ prune (no writer
+			// record: the writer is in the header, ADR 0064)
+			"first write of a holding": {Get: 1, List: 1, Put: 2, Delete: 1},
 			"steady state":             {Put: 2, Delete: 1}, // PUT, keep PUT ∥ prune DELETE
 			// + the repair COPY of the version not kept
-			"after a crash":   {Get: 1, List: 1, Copy: 1, Put: 3, Delete: 1},
+			"after a crash":   {Get: 1, List: 1, Copy: 1, Put: 2, Delete: 1},
 			"without history": {Put: 1},
+			// LIST ∥ the current object's header; the header of each
+			// other kept version (the current one's keep is its bytes)
+			"history": {List: 1, Get: store.DefaultHistory},
 		}},
 		{"64KiB", large, map[string]fault.Counts{
-			"first write of a holding": {Get: 1, List: 1, Put: 2, Copy: 1, Delete: 1},
+			"first write of a holding": {Get: 1, List: 1, Put: 1, Copy: 1, Delete: 1},
 			"steady state":             {Put: 1, Copy: 1, Delete: 1}, // PUT, keep COPY ∥ prune DELETE
-			"after a crash":            {Get: 1, List: 1, Copy: 2, Put: 2, Delete: 1},
+			"after a crash":            {Get: 1, List: 1, Copy: 2, Put: 1, Delete: 1},
 			"without history":          {Put: 1},
+			"history":                  {List: 1, Get: store.DefaultHistory},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,6 +146,11 @@ func TestHistory_RequestsPerOverwrite(t *testing.T) {
 			st = storeadmin.WithFence(conn(store.Options{}), &holderFence{switchFence: switchFence{epoch: 2}, instance: "b"})
 			got["first write of a holding"] = count(func() { put(st) })
 			got["steady state"] = count(func() { put(st) })
+			got["history"] = count(func() {
+				if vs, err := st.History(ctx, name); err != nil || len(vs) != store.DefaultHistory || vs[0].Instance != "b" || vs[len(vs)-1].Instance != "a" {
+					t.Fatalf("History = %+v, %v", vs, err)
+				}
+			})
 			// A crash between a write and its keep: the last keep lost.
 			vs, err := st.History(ctx, name)
 			if err != nil {
@@ -206,11 +216,14 @@ func TestHistory_StorageOverhead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.Names != 100 || u.Versions != 100*store.DefaultHistory || u.Tombstones != 0 || u.Writers != 1 {
-		t.Fatalf("HistoryUsage = %+v, want 100 names × %d versions and one writer record", u, store.DefaultHistory)
+	if u.Names != 100 || u.Versions != 100*store.DefaultHistory || u.Tombstones != 0 {
+		t.Fatalf("HistoryUsage = %+v, want 100 names × %d versions", u, store.DefaultHistory)
+	}
+	if n := len(rawKeys(t, b)); n != 100+100*store.DefaultHistory+1 {
+		t.Errorf("%d objects in the store, want the 100 names, their %d kept versions and the manifest", n, 100*store.DefaultHistory)
 	}
 	ratio := float64(u.Bytes) / float64(live)
-	t.Logf("100 names × 10 writes of 1 KiB: live %d bytes sealed, history %d bytes (%d versions, %d writer record): %.2f× the live state", live, u.Bytes, u.Versions, u.Writers, ratio)
+	t.Logf("100 names × 10 writes of 1 KiB: live %d bytes sealed, history %d bytes (%d versions): %.2f× the live state", live, u.Bytes, u.Versions, ratio)
 	if ratio < float64(store.DefaultHistory) || ratio > float64(store.DefaultHistory)+0.1 {
 		t.Errorf("history is %.2f× the live state, want about %d×", ratio, store.DefaultHistory)
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/envelope"
-	"github.com/cairnhq/state/internal/storehook"
 )
 
 // keepByPut is the largest sealed object whose keep is a PUT of the very
@@ -286,7 +284,6 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 			return err
 		})
 	})
-	wg.Go(func() { s.recordWriter(ctx, stamp.Epoch) })
 	remaining := s.prune(ctx, name, dir, h.entries, 1)
 	wg.Wait()
 	next := histState{exists: true, version: obj.Version, cur: id, entries: remaining}
@@ -373,7 +370,6 @@ func (s *Store) deleteKept(ctx context.Context, key, name string, opts DeleteOpt
 	if err != nil {
 		s.c.log.WarnContext(ctx, "store: deleted, but its tombstone was not written", "name", name, "err", s.fenceWrap(ctx, "tombstone", name, err))
 	}
-	s.recordWriter(ctx, e)
 	s.memo.histSet(key, next)
 	return res, nil
 }
@@ -442,41 +438,4 @@ func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding 
 		}
 	}
 	return keep
-}
-
-// recordWriter writes epoch e's writer record once per store and epoch,
-// when the view's fence can say who holds it (a storehook.Holder).
-func (s *Store) recordWriter(ctx context.Context, e uint64) {
-	if e == 0 {
-		return
-	}
-	if _, done := s.c.recorded.Load(e); done {
-		return
-	}
-	hf, ok := s.fences[len(s.fences)-1].(storehook.Holder)
-	if !ok {
-		return
-	}
-	hi := hf.Holder()
-	if hi.Epoch != e {
-		return
-	}
-	data, err := json.Marshal(writerRecord{Epoch: e, Instance: hi.Instance, Hostname: hi.Hostname, PID: hi.PID, Acquired: hi.Acquired})
-	if err != nil {
-		return
-	}
-	name := writerName(e)
-	sealed, err := s.sealAs(name, data, envelope.Stamp{Epoch: e}, envelope.Writer{})
-	if err == nil {
-		var po backend.PutOptions
-		if s.conditionalWrites() {
-			po.IfAbsent = true
-		}
-		_, err = s.c.b.Put(ctx, s.c.prefix+name, sealed, po)
-	}
-	if err != nil && !errors.Is(err, backend.ErrPreconditionFailed) {
-		s.c.log.WarnContext(ctx, "store: the writer record of this holding was not written", "epoch", e, "err", err)
-		return
-	}
-	s.c.recorded.Store(e, struct{}{})
 }

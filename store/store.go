@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -118,8 +117,6 @@ type core struct {
 	location string        // names the store in messages (ConnectOptions.Location)
 	history  int           // versions kept per name; 0: off (Options.History resolved)
 	strict   bool          // Options.RejectRollback
-	writers  *sync.Map     // epoch → HolderInfo read from its writer record (history.go)
-	recorded *sync.Map     // epoch → struct{}: its writer record is written
 }
 
 // openStore returns a Store over b that seals with s. It touches no storage; it
@@ -151,8 +148,6 @@ func openStore(b backend.Backend, s storehook.Sealer, opts Options) (*Store, err
 		log:      opts.Logger,
 		metrics:  m,
 		strict:   opts.RejectRollback,
-		writers:  new(sync.Map),
-		recorded: new(sync.Map),
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxObjectSize

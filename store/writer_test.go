@@ -36,6 +36,8 @@ func holderWriter(instance string) envelope.Writer {
 // runWriterTests runs the writer tests on backends made by fresh.
 func runWriterTests(t *testing.T, fresh func(t *testing.T) backend.Backend) {
 	t.Run("EveryFencedWrite_SealsItsHolder_NotReadableInTheBucket", func(t *testing.T) { testEveryWriteSealsItsHolder(t, fresh(t)) })
+	t.Run("NoWritersDirectory", func(t *testing.T) { testNoWritersDirectory(t, fresh(t)) })
+	t.Run("History_NamesEachVersionsWriterFromItsHeader", func(t *testing.T) { testHistoryNamesEachVersionsWriter(t, fresh(t)) })
 }
 
 // Every write a fenced view makes — a value, its keep, a streamed value,
@@ -99,6 +101,79 @@ func testEveryWriteSealsItsHolder(t *testing.T, b backend.Backend) {
 				t.Errorf("%s carries %q in the bucket's bytes", key, s)
 			}
 		}
+	}
+}
+
+// No write of any kind writes a writer record under .history/.writers/.
+func testNoWritersDirectory(t *testing.T, b backend.Backend) {
+	ctx := t.Context()
+	k := keysOf(testkit.Identity(t))
+	for epoch, inst := range map[uint64]string{1: "pod-a", 2: "pod-b"} {
+		st := historyStore(t, b, k, epoch, inst, 0)
+		mustPut(t, st, "app/w", inst)
+		if _, err := st.PutReader(ctx, "app/w", strings.NewReader(inst+" streamed"), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Delete(ctx, "app/w", store.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Undelete(ctx, "app/w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, key := range rawKeys(t, b) {
+		if strings.Contains(key, "/.writers/") || strings.Contains(key, ".history/.") {
+			t.Errorf("%s was written: history has no records of its own beside versions and tombstones", key)
+		}
+	}
+}
+
+// History names the writer of each version from the version's own
+// header: two holders writing in one epoch (which only a writer record
+// per epoch could not tell apart), a restore by a third, a tombstone by
+// the deleter; ListDeleted names the last version's writer.
+func testHistoryNamesEachVersionsWriter(t *testing.T, b backend.Backend) {
+	ctx := t.Context()
+	k := keysOf(testkit.Identity(t))
+	a := historyStore(t, b, k, 5, "pod-a", 0)
+	first := mustPut(t, a, "app/h", "one")
+	conn, err := store.Connect(ctx, b, k, store.ConnectOptions{Options: store.Options{Logger: quiet()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := storeadmin.WithFence(conn, &holderFence{switchFence: switchFence{epoch: 5, seq: 100}, instance: "pod-x"})
+	second := mustPut(t, x, "app/h", "two")
+	c := historyStore(t, b, k, 6, "pod-c", 0)
+	res, err := c.Restore(ctx, "app/h", first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(i store.Info) string { return i.ID.String() }
+	vs, err := c.History(ctx, "app/h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range vs {
+		got = append(got, v.ID.String()+" "+v.Instance)
+	}
+	want := []string{id(res.Written) + " pod-c", id(second) + " pod-x", id(first) + " pod-a"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Fatalf("History = %q, want %q", got, want)
+	}
+	d := historyStore(t, b, k, 7, "pod-d", 0)
+	if err := d.Delete(ctx, "app/h", store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if vs, err = d.History(ctx, "app/h"); err != nil || len(vs) != 4 || !vs[0].Deleted || vs[0].Instance != "pod-d" || vs[1].Instance != "pod-c" {
+		t.Fatalf("History after pod-d's delete = %+v, %v; want its tombstone named pod-d, then pod-c's version", vs, err)
+	}
+	var deleted []store.Deleted
+	if err := d.ListDeleted(ctx, "app/", func(x store.Deleted) error { deleted = append(deleted, x); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(deleted) != 1 || deleted[0].Last.ID.String() != id(res.Written) || deleted[0].Last.Instance != "pod-c" {
+		t.Fatalf("ListDeleted = %+v, want the last version %s written by pod-c", deleted, id(res.Written))
 	}
 }
 

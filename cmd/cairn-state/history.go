@@ -52,7 +52,7 @@ func runHistory(ctx context.Context, a *app, args []string) error {
 	if err := storeadmin.ValidateName(name); err != nil {
 		return usagef("history: %v", err)
 	}
-	// The identity opens the writer records (who wrote each version).
+	// The identity opens each version's header (who wrote it).
 	st, err := a.openStore(ctx, true)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func BenchmarkRekeyVerifyHistory(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		total := objects + u.Versions + u.Writers
+		total := objects + u.Versions
 		env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": path}
 		getenv := func(k string) string { return env[k] }
 		streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}

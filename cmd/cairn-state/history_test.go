@@ -1,12 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/lock"
+	"github.com/cairnhq/state/store"
 )
 
 // Issue #21: an overwrite or a delete through the CLI is recoverable. At
@@ -145,4 +152,91 @@ func TestPutBack_CLI_VerifyReportsAndStrictRefuses(t *testing.T) {
 		}
 		tg.cli(t, nil, "verify", "--identity", id).must(t, exitOK)
 	})
+}
+
+// Each version's instance in `history` comes from the version's own
+// header (ADR 0064): the CLI and an application (another instance) write
+// the same name in turn, and each version names its writer; no writer
+// record is written, and the bucket's bytes — every file of the fs
+// store, every object of the S3 bucket — carry neither instance.
+func TestHistory_CLI_InstanceFromEachVersionsHeader(t *testing.T) {
+	eachBackend(t, func(t *testing.T, tg *target) {
+		ctx := t.Context()
+		id, _ := tg.keygen(t, "id.txt")
+		tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
+		tg.cli(t, []byte("from the CLI"), "put", "app/w", "--identity", id).must(t, exitOK)
+		const app = "app-pod-7f3a9c"
+		st := tg.store(t, id)
+		l, err := lock.Acquire(ctx, st, lock.Options{InstanceID: app})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Fence(st).Put(ctx, "app/w", []byte("from the app"), store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tg.cli(t, []byte("from the CLI again"), "put", "app/w", "--identity", id).must(t, exitOK)
+		hist := decode[[]keptVersionDoc](t, tg.cli(t, nil, "history", "app/w", "--identity", id, "--json").must(t, exitOK))
+		var got []string
+		for _, v := range hist {
+			got = append(got, v.Instance)
+		}
+		if want := []string{instanceID(), app, instanceID()}; !slices.Equal(got, want) {
+			t.Fatalf("history --json instances = %q, want %q", got, want)
+		}
+		table := tg.cli(t, nil, "history", "app/w", "--identity", id).must(t, exitOK)
+		if lines := strings.Split(strings.TrimSpace(table.stdout), "\n"); len(lines) != 4 || !strings.Contains(lines[2], app) {
+			t.Errorf("history table does not name %s on the second version:\n%s", app, table.stdout)
+		}
+		for key, raw := range bucketBytes(t, tg) {
+			if strings.Contains(key, ".writers") {
+				t.Errorf("%s was written: there are no writer records", key)
+			}
+			for _, s := range []string{app, instanceID()} {
+				if bytes.Contains(raw, []byte(s)) {
+					t.Errorf("%s carries %q in the bucket's bytes", key, s)
+				}
+			}
+		}
+	})
+}
+
+// bucketBytes is everything the target's storage holds, as its operator
+// reads it: every file under an fs store's directory, every object of an
+// S3 bucket (through a client of its own), by path or key.
+func bucketBytes(t *testing.T, tg *target) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	if dir, ok := strings.CutPrefix(tg.url, "file://"); ok {
+		err := filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(p)
+			out[p] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	err := tg.raw.List(t.Context(), "", func(o backend.Object) error {
+		rc, _, err := tg.raw.Get(t.Context(), o.Key)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		out[o.Key], err = io.ReadAll(rc)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 4 {
+		t.Fatalf("the bucket holds %d objects", len(out))
+	}
+	return out
 }

@@ -13,8 +13,8 @@ import (
 
 // Issue #21: a rekey re-seals history, or the retired key would keep
 // reading it. The library's test runs on mem; this one runs the CLI as a
-// process on fs, versitygw and Garage: every kept version, tombstone and
-// writer record is re-sealed with its id kept, the new key reads each
+// process on fs, versitygw and Garage: every kept version and tombstone
+// is re-sealed with its id and its writer kept, the new key reads each
 // version, and the retired key opens none of it.
 func TestRekey_CLI_ResealsHistory_RetiredKeyOpensNone(t *testing.T) {
 	eachBackend(t, func(t *testing.T, tg *target) {
@@ -38,17 +38,34 @@ func TestRekey_CLI_ResealsHistory_RetiredKeyOpensNone(t *testing.T) {
 			return out
 		}
 		beforeA, beforeB := versions(oldID, "app/a"), versions(oldID, "app/b")
+		instances := func(id, name string) []string {
+			t.Helper()
+			var out []string
+			for _, v := range decode[[]keptVersionDoc](t, tg.cli(t, nil, "history", name, "--identity", id, "--json").must(t, exitOK)) {
+				out = append(out, v.Instance)
+			}
+			return out
+		}
+		if got := instances(oldID, "app/a"); len(got) != 3 || got[0] != instanceID() || got[2] != instanceID() {
+			t.Fatalf("instances before the rekey: %q", got)
+		}
 		m, _ := storeadmin.Manifest(tg.store(t, oldID))
-		if opened, history := openedBy(t, tg, oldID, m.ID); history < 6 || len(opened) < history {
+		if opened, history := openedBy(t, tg, oldID, m.ID); history != 5 || len(opened) < history {
 			t.Fatalf("before the rekey the key opens %d objects (%d of history), want every one", len(opened), history)
 		}
 
 		newID, _ := tg.keygen(t, "new.txt")
 		tg.cli(t, nil, "rekey", "--identity", newID, "--old-identity", oldID).must(t, exitOK)
 
-		// The same versions, each read with the new key.
+		// The same versions, each read with the new key, each still
+		// named after the put that wrote it, not after the rekey.
 		if a, b := versions(newID, "app/a"), versions(newID, "app/b"); !slices.Equal(a, beforeA) || !slices.Equal(b, beforeB) {
 			t.Fatalf("history after the rekey: %q and %q, before %q and %q", a, b, beforeA, beforeB)
+		}
+		for _, n := range []string{"app/a", "app/b"} {
+			if got := instances(newID, n); slices.ContainsFunc(got, func(s string) bool { return s != instanceID() }) {
+				t.Errorf("%s after the rekey: instances %q, want the put's %q on each", n, got, instanceID())
+			}
 		}
 		for i, v := range beforeA {
 			want := []string{"a3", "a2", "a1"}[i]
@@ -69,10 +86,9 @@ func TestRekey_CLI_ResealsHistory_RetiredKeyOpensNone(t *testing.T) {
 		if len(opened) != 0 {
 			t.Errorf("the retired key opens %q after the rekey", opened)
 		}
-		// 4 versions of app/a (3) and app/b (1), app/b's tombstone, and
-		// at least one writer record.
-		if history < 6 {
-			t.Errorf("checked %d history objects, want at least 6", history)
+		// 4 versions of app/a (3) and app/b (1), app/b's tombstone.
+		if history != 5 {
+			t.Errorf("checked %d history objects, want 5", history)
 		}
 	})
 }

@@ -637,17 +637,17 @@ func (r *run) reseal(ctx context.Context, name string) (outcome, error) {
 		}
 		if len(r.o.Recovery) > 0 && storeadmin.IsHistoryRecord(name) &&
 			(errors.Is(err, envelope.ErrNoMatchingIdentity) || errors.Is(err, envelope.ErrUnauthenticated)) {
-			// A writer record or a tombstone only a retired key
-			// authenticated: never laundered through the recovery key,
-			// and worth nothing unauthenticated (it names an instance or a
-			// deletion); removed, so that the kept versions stay readable.
+			// A tombstone only a retired key authenticated: never
+			// laundered through the recovery key, and worth nothing
+			// unauthenticated (it names a deletion); removed, so that the
+			// kept versions stay readable.
 			if r.o.DryRun {
 				return gone, nil
 			}
 			if err := r.st.Delete(ctx, name, store.DeleteOptions{}); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return gone, fmt.Errorf("rekey: %w", err)
 			}
-			r.o.Logger.Warn("rekey: removed a history record that no identity authenticates (it only names an instance or a deletion)", "object", name)
+			r.o.Logger.Warn("rekey: removed a history record that no identity authenticates (it only names a deletion)", "object", name)
 			return gone, nil
 		}
 		if len(r.o.Recovery) > 0 && strings.HasPrefix(name, ".") &&

@@ -139,7 +139,7 @@ func Root(s *store.Store) string { return root(s) }
 func StoreIDTime(id envelope.StoreID) (t time.Time, ok bool) { return storeIDTime(id) }
 
 // IsHistoryRecord reports an internal state name that is one of
-// history's own records — a writer record or a tombstone — rather than a
+// history's own records — a tombstone — rather than a
 // kept version (which is sealed as its object was).
 func IsHistoryRecord(internal string) bool { return isHistory(internal) }
 

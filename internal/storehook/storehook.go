@@ -97,8 +97,9 @@ type Fence interface {
 	NextWrite() (epoch, sequence uint64)
 }
 
-// HolderInfo says who held the lock in one epoch: what a writer record
-// keeps, and what store.Store.History shows as a version's instance.
+// HolderInfo says who holds the lock in one epoch: what a fenced view
+// seals into the header of every object it writes as its writer, and
+// what store.Store.History shows as a version's instance.
 type HolderInfo struct {
 	Instance string
 	Hostname string
@@ -108,10 +109,10 @@ type HolderInfo struct {
 }
 
 // Holder is a [Fence] that can say who holds it; the lock's fence is
-// one. A fenced view whose fence is a Holder writes one writer record per epoch
-// into history, so that store.Store.History can name the instance of each
-// version; the header of an object names none (the storage operator would
-// read it).
+// one. A fenced view whose fence is a Holder names the holder (instance,
+// host, process) in the header of every object it writes, encrypted so
+// that only a reader of the object learns it (docs/adr/0064), and
+// store.Store.History names each version's writer from there.
 type Holder interface {
 	Fence
 	Holder() HolderInfo

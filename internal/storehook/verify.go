@@ -75,6 +75,5 @@ type HistoryUsage struct {
 	Names      int   // names with at least one kept version or tombstone
 	Versions   int   // kept versions
 	Tombstones int   // tombstones
-	Writers    int   // writer records
 	Bytes      int64 // the sealed bytes of all of them
 }
