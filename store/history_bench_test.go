@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,7 +25,11 @@ import (
 // against raw aws-sdk-go-v2 calls on the same versitygw, interleaved
 // (paired): the store/raw metric is the ratio issue #21 sets goals for
 // (Put with history ≤ 2.2×, without ≤ 1.2×; Get without RejectRollback
-// ≤ 1.1×).
+// ≤ 1.1×). The op=history-b2b and op=nohistory-b2b variants write the
+// same name back to back, in blocks, against raw PUTs back to back: what
+// a writer of one name sustains (the keep of a write behind it is paid
+// by the next write of the name, or by the end of the block), where the
+// paired variant gives each keep the time of a raw call to land in.
 //
 //	go test -run x -bench HistoryVersitygw -count 10 ./store > h.txt
 //	benchstat -col /op h.txt   (or read the store/raw column)
@@ -83,6 +88,14 @@ func BenchmarkHistoryVersitygw(b *testing.B) {
 		paired(b, func() error { _, err := without.Put(ctx, "n", value, store.PutOptions{}); return err },
 			func() error { return rawPut("raw/one") })
 	})
+	b.Run("Put4KiB/op=history-b2b", func(b *testing.B) {
+		backToBack(b, func() error { _, err := withHistory.Put(ctx, "h", value, store.PutOptions{}); return err },
+			func() error { return rawPut("raw/one") }, func() { settle(b, withHistory) })
+	})
+	b.Run("Put4KiB/op=nohistory-b2b", func(b *testing.B) {
+		backToBack(b, func() error { _, err := without.Put(ctx, "n", value, store.PutOptions{}); return err },
+			func() error { return rawPut("raw/one") }, func() { settle(b, without) })
+	})
 	b.Run("Get4KiB/op=plain", func(b *testing.B) {
 		paired(b, func() error { _, _, err := plain.Get(ctx, "h"); return err },
 			func() error { return rawGet("raw/one") })
@@ -91,6 +104,43 @@ func BenchmarkHistoryVersitygw(b *testing.B) {
 		paired(b, func() error { _, _, err := strict.Get(ctx, "h"); return err },
 			func() error { return rawGet("raw/one") })
 	})
+}
+
+// backToBackBlock is how many calls of one kind backToBack makes in a row.
+const backToBackBlock = 8
+
+// backToBack times blocks of backToBackBlock store calls in a row and as
+// many raw calls in a row, the blocks alternating (and which comes first
+// alternating), so that both see the same drift of a loaded machine. A
+// store block ends when settle returns: work a store call left behind it
+// is paid inside the block that left it.
+func backToBack(b *testing.B, storeOp, rawOp func() error, settle func()) {
+	var tStore, tRaw time.Duration
+	block := func(op func() error, total *time.Duration, end func()) {
+		start := time.Now()
+		for range backToBackBlock {
+			if err := op(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		end()
+		*total += time.Since(start)
+	}
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			block(storeOp, &tStore, settle)
+			block(rawOp, &tRaw, func() {})
+		} else {
+			block(rawOp, &tRaw, func() {})
+			block(storeOp, &tStore, settle)
+		}
+		n++
+	}
+	calls := float64(n * backToBackBlock)
+	b.ReportMetric(float64(tStore.Nanoseconds())/calls, "store-ns/op")
+	b.ReportMetric(float64(tRaw.Nanoseconds())/calls, "raw-ns/op")
+	b.ReportMetric(float64(tStore)/float64(tRaw), "store/raw")
 }
 
 // TestHistory_RequestsPerOverwrite counts the backend requests of an
