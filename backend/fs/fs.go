@@ -407,8 +407,9 @@ func (b *fsBackend) createTemp(dir string) (f *os.File, name string, created boo
 		if !errors.Is(err, iofs.ErrNotExist) {
 			return nil, "", created, err
 		}
-		// The directory is missing, or a concurrent Delete pruned it.
-		if err := b.root.MkdirAll(dir, 0o700); err != nil {
+		// The directory is missing, or a concurrent Delete pruned it —
+		// maybe a parent MkdirAll had just found or made: then again.
+		if err := b.root.MkdirAll(dir, 0o700); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 			return nil, "", created, err
 		}
 		created = true

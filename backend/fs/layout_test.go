@@ -5,10 +5,12 @@ package fs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,5 +268,32 @@ func TestTwoBackendsOnOneDirectory_SeeEachOthersWrites(t *testing.T) {
 	}
 	if got := get(t, a, "shared"); !bytes.Equal(got, []byte("from b")) {
 		t.Errorf("first backend reads %q, want the second's write", got)
+	}
+}
+
+// A Put into a directory whose last object a concurrent Delete removes
+// (which prunes the emptied directories up the tree, one of them maybe
+// just recreated by the Put) lands: the Put recreates what was pruned.
+// Before, a Put whose MkdirAll lost a parent to the prune failed with
+// "not found" — what history's keep of a name's only version beside the
+// prune of the one before it (retention 1) met.
+func TestPut_BesideDeleteOfTheDirectorysLastObject_Lands(t *testing.T) {
+	b, _ := newBackend(t, fs.Options{})
+	ctx := t.Context()
+	for i := range 3000 {
+		old, next := fmt.Sprintf("a/b/c/%d", i), fmt.Sprintf("a/b/c/%d", i+1)
+		if i == 0 {
+			if _, err := b.Put(ctx, old, []byte("x"), backend.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		var putErr, delErr error
+		wg.Go(func() { _, putErr = b.Put(ctx, next, []byte("x"), backend.PutOptions{}) })
+		wg.Go(func() { delErr = b.Delete(ctx, old, backend.DeleteOptions{}) })
+		wg.Wait()
+		if putErr != nil || delErr != nil {
+			t.Fatalf("round %d: put %v, delete %v", i, putErr, delErr)
+		}
 	}
 }
