@@ -163,6 +163,11 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	if len(cfg.Migrations) > 0 {
 		res, err = migrate.Run(ctx, l, st, cfg.Migrations, migrate.Options{Logger: logger, AllowUnknown: cfg.AllowUnknownMigrations})
 	}
+	if err == nil {
+		// Ready means written, history included: the keeps the
+		// migrations' writes left behind them land first (ADR 0065).
+		err = storeadmin.WaitKeeps(ctx, st)
+	}
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), boot.ReleaseTimeout)
 		defer cancel()

@@ -30,6 +30,7 @@ func init() {
 	storehook.Set("Reseal", (*Store).reseal)
 	storehook.Set("KeptVersions", (*Store).keptVersions)
 	storehook.Set("LastKept", (*Store).lastKept)
+	storehook.Set("WaitKeeps", (*Store).waitKeeps)
 	storehook.Set("Root", (*Store).root)
 	storehook.Set("StoreID", (*Store).storeID)
 	storehook.Set("WithFence", (*Store).withFence)

@@ -43,12 +43,17 @@
 // # History
 //
 // Every write of an application name through a fenced view of a
-// connected store keeps the version it replaces, and a delete a tombstone,
+// connected store keeps the version it writes, and a delete a tombstone,
 // under .cairn-state/.history/ ([Options].History versions a name):
 // [Store.History], [Store.GetVersion], [Store.Restore], [Store.Undelete]
 // and [Store.ListDeleted] read it, and `cairn-state verify` reports a
 // current object older than a version its history keeps ([ErrPutBack])
-// (docs/history.md, docs/adr/0040 and 0042).
+// (docs/history.md, docs/adr/0040 and 0042). A write returns once its
+// value is written; the keep of what it wrote goes on behind it, admitted
+// by the fence, so that a lock's Release waits for it, and the next write
+// or history read of the same name waits for it first (docs/adr/0065).
+// Every object names its writer — the holder of the fence it was written
+// through — in its header, encrypted (docs/adr/0064).
 //
 // # Metrics
 //

@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // DefaultConcurrency is the default ManyOptions.Concurrency, for the tests.
 const DefaultConcurrency = defaultConcurrency
 
@@ -12,3 +14,7 @@ type (
 	PutBackError = putBackError
 	ManyError    = manyError
 )
+
+// Settle waits until no keep a write through st's connection left behind
+// it is in flight, for the tests that look at the storage itself.
+func Settle(st *Store) { st.waitKeeps(context.Background(), "") }

@@ -42,10 +42,6 @@ func (s *Store) enterFences(ctx context.Context, op, name string) (context.Conte
 			d()
 		}
 	}
-	var (
-		earliest time.Time
-		found    bool
-	)
 	for _, f := range s.fences {
 		d, err := f.Enter()
 		if err != nil {
@@ -53,15 +49,24 @@ func (s *Store) enterFences(ctx context.Context, op, name string) (context.Conte
 			return nil, nil, fmt.Errorf("store: %s %q: %w: %w", op, name, ErrFenced, err)
 		}
 		dones = append(dones, d)
-		if dl, ok := f.Deadline(); ok && (!found || dl.Before(earliest)) {
-			earliest, found = dl, true
-		}
 	}
+	earliest, found := s.fencesDeadline()
 	if !found {
 		return ctx, leave, nil
 	}
 	ctx, cancel := context.WithDeadlineCause(ctx, earliest, errLeaseEnded)
 	return ctx, func() { cancel(); leave() }, nil
+}
+
+// fencesDeadline is the earliest of the fences' deadlines; found is false
+// when none has one.
+func (s *Store) fencesDeadline() (earliest time.Time, found bool) {
+	for _, f := range s.fences {
+		if dl, ok := f.Deadline(); ok && (!found || dl.Before(earliest)) {
+			earliest, found = dl, true
+		}
+	}
+	return earliest, found
 }
 
 // fenceWrap wraps a write's error: a request cut off by the fence's

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,12 @@ import (
 	"github.com/cairnhq/state/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(helperEnv); role != "" {
+		os.Exit(runHelper(role))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // newStore returns a store over a fresh in-memory backend.
 func newStore(t testing.TB, opts store.Options) (*store.Store, backend.Backend) {

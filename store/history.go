@@ -277,6 +277,9 @@ func (s *Store) history(ctx context.Context, name string, writers bool) ([]Versi
 	if err != nil {
 		return nil, err
 	}
+	if err := s.waitKeeps(ctx, key); err != nil {
+		return nil, fmt.Errorf("store: history of %q: waiting for its keep in flight: %w", name, err)
+	}
 	dir := s.c.prefix + historyDir + name + "/"
 	var (
 		es         []entry
@@ -466,6 +469,9 @@ func (s *Store) GetVersion(ctx context.Context, name string, id VersionID) ([]by
 	if _, err := s.historyKeys("get version", name); err != nil {
 		return nil, Info{}, err
 	}
+	if err := s.waitKeeps(ctx, key); err != nil {
+		return nil, Info{}, fmt.Errorf("store: get %q version %s: waiting for its keep in flight: %w", name, id, err)
+	}
 	en := entryName(name, id, false)
 	sealed, obj, err := s.read(ctx, s.c.prefix+en, en)
 	if errors.Is(err, ErrNotFound) {
@@ -572,6 +578,9 @@ func (s *Store) ListDeleted(ctx context.Context, prefix string, fn func(Deleted)
 	if err := validatePrefix(prefix); err != nil {
 		return fmt.Errorf("store: list deleted: %w", err)
 	}
+	if err := s.waitKeeps(ctx, ""); err != nil {
+		return fmt.Errorf("store: list deleted: waiting for the keeps in flight: %w", err)
+	}
 	type hist struct {
 		last *Version
 		tomb *entry
@@ -646,8 +655,11 @@ func (s *Store) ListDeleted(ctx context.Context, prefix string, fn func(Deleted)
 
 // historyUsage is storeadmin.HistoryUsage: it counts what history holds,
 // from one listing of .cairn-state/.history/ (a page per 1,000 objects on
-// S3).
+// S3), once the keeps in flight have landed.
 func (s *Store) historyUsage(ctx context.Context) (storehook.HistoryUsage, error) {
+	if err := s.waitKeeps(ctx, ""); err != nil {
+		return storehook.HistoryUsage{}, fmt.Errorf("store: history usage: waiting for the keeps in flight: %w", err)
+	}
 	var u storehook.HistoryUsage
 	names := map[string]bool{}
 	err := s.c.b.List(ctx, s.c.prefix+historyDir, func(o backend.Object) error {
@@ -689,6 +701,9 @@ func (s *Store) Purge(ctx context.Context, name string) (int, error) {
 	}
 	if err := s.checkFences("purge", name); err != nil {
 		return 0, err
+	}
+	if err := s.waitKeeps(ctx, key); err != nil {
+		return 0, fmt.Errorf("store: purge %q: waiting for its keep in flight: %w", name, err)
 	}
 	// Whether there is an object is asked, not learnt from the delete:
 	// some S3 servers (Garage) answer a delete of a missing key with
@@ -755,6 +770,9 @@ func (s *Store) keptVersions() int { return s.c.history }
 func (s *Store) lastKept(ctx context.Context, name string) (id VersionID, ok bool, err error) {
 	dir, err := s.historyKeys("history", name)
 	if err != nil {
+		return VersionID{}, false, err
+	}
+	if err := s.waitKeeps(ctx, s.c.prefix+name); err != nil {
 		return VersionID{}, false, err
 	}
 	es, err := s.listEntries(ctx, name, dir)

@@ -48,6 +48,7 @@ func testPurge(t *testing.T, b backend.Backend) {
 		mustPut(t, st, "app/leaked", fmt.Sprint("secret ", i))
 	}
 	mustPut(t, st, "app/other", "stays")
+	settle(t, st)
 	kept := historyKeysOf(t, b, "app/leaked")
 	if len(kept) != 3 {
 		t.Fatalf("before the purge: %q kept, want 3 versions", kept)
@@ -74,6 +75,7 @@ func testPurge(t *testing.T, b backend.Backend) {
 		t.Fatal(err)
 	}
 	child := mustPut(t, st, "app/revoked/child", "stays")
+	settle(t, st)
 	kept = historyKeysOf(t, b, "app/revoked")
 	if n, err := st.Purge(ctx, "app/revoked"); err != nil || n != 3 || len(kept) != 3 {
 		t.Fatalf("Purge of a deleted name = %d, %v (listed %q); want 3: two versions and a tombstone", n, err, kept)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
@@ -31,24 +32,42 @@ func (f *holderFence) Holder() storeadmin.HolderInfo {
 	return storeadmin.HolderInfo{Instance: f.instance, Hostname: "host-" + f.instance, PID: 42, Epoch: f.epoch}
 }
 
+// holdings are the views historyStore made on each backend: a new holding
+// begins once the holdings before it are over, their keeps landed, as a
+// lock's Release drains them before another holder can take over.
+var holdings sync.Map // backend.Backend → *[]*store.Store
+
 // historyStore connects to b (creating the store) and returns the view
-// fenced by a holder of epoch, named instance, keeping history versions.
+// fenced by a holder of epoch, named instance, keeping history versions,
+// once the keeps of the views it made on b before have landed.
 func historyStore(t *testing.T, b backend.Backend, k store.Keys, epoch uint64, instance string, history int) *store.Store {
 	t.Helper()
+	v, loaded := holdings.LoadOrStore(b, new([]*store.Store))
+	if !loaded {
+		t.Cleanup(func() { holdings.Delete(b) })
+	}
+	earlier := v.(*[]*store.Store)
+	for _, st := range *earlier {
+		settle(t, st)
+	}
 	// Warnings (a keep or a prune that failed) go to the test's output.
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := store.Connect(t.Context(), b, k, store.ConnectOptions{Create: true, Options: store.Options{Logger: logger, History: history}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := storeadmin.WithFence(st, &holderFence{switchFence: switchFence{epoch: epoch}, instance: instance})
+	view := storeadmin.WithFence(st, &holderFence{switchFence: switchFence{epoch: epoch}, instance: instance})
 	if _, ok := storeadmin.Manifest(st); ok && !b.Capabilities().ConditionalWrites {
 		// Without conditional writes a new manifest waits for the lock.
-		if err := storeadmin.CommitManifest(t.Context(), v); err != nil {
+		if err := storeadmin.CommitManifest(t.Context(), view); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return v
+	*earlier = append(*earlier, view)
+	// Keeps still in flight when the test ends land before its backend
+	// is closed (cleanups run last first) and while it can log.
+	t.Cleanup(func() { settle(t, view) })
+	return view
 }
 
 // entryKeys lists the raw history keys of name (its versions and
@@ -251,6 +270,7 @@ func testOverwriteKeepsEveryVersion(t *testing.T, b backend.Backend) {
 			t.Errorf("GetVersion(%s) = %q, %v, %v", v.ID, data, info.ID, err)
 		}
 	}
+	settle(t, st)
 	if got := entryKeys(t, b, "app/db"); !slices.Equal(got, wantKeys) {
 		t.Errorf("raw history keys = %q", got)
 	}
@@ -415,6 +435,7 @@ func testRetentionPrunesExactly(t *testing.T, fresh func(t *testing.T) backend.B
 			var written []string
 			for n := 1; n <= 7; n++ {
 				written = append(written, mustPut(t, st, "n", fmt.Sprint(n)).ID.String())
+				settle(t, st)
 				cut := max(0, n-keep)
 				wantKept(t, b, "n", fmt.Sprintf("after %d writes with History %d", n, keep), written[cut:], written[:cut])
 			}
@@ -431,6 +452,7 @@ func testRetentionPrunesExactly(t *testing.T, fresh func(t *testing.T) backend.B
 			for i := range 3 {
 				mustPut(t, st, "other", fmt.Sprint(i))
 			}
+			settle(t, st)
 			cut := len(written) - keep
 			wantKept(t, b, "n", "after writes of another name", append(slices.Clone(written[cut:]), tomb), written[:cut])
 			// Writing it again prunes as usual: the tombstone goes with
@@ -439,6 +461,7 @@ func testRetentionPrunesExactly(t *testing.T, fresh func(t *testing.T) backend.B
 			for i := range keep + 1 {
 				again = append(again, mustPut(t, st, "n", fmt.Sprint("again", i)).ID.String())
 			}
+			settle(t, st)
 			wantKept(t, b, "n", "after rewriting", again[1:], append(append(slices.Clone(written), tomb), again[0]))
 		})
 	}
@@ -454,6 +477,7 @@ func testTakeoverContinues(t *testing.T, b backend.Backend) {
 	}
 	// A's last write was never kept: it died between the write and the
 	// keep.
+	settle(t, a)
 	if err := b.Delete(ctx, store.Prefix+".history/app/s/"+aIDs[2], backend.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -569,6 +593,7 @@ func putBackScene(t *testing.T, b backend.Backend) (st *store.Store, k store.Key
 	old = mustPut(t, st, "app/key", "old")
 	oldBytes = rawGet(t, b, store.Prefix+"app/key")
 	cur = mustPut(t, st, "app/key", "new")
+	settle(t, st)
 	if _, err := b.Put(t.Context(), store.Prefix+"app/key", oldBytes, backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -637,6 +662,7 @@ func testForgedEntryKey(t *testing.T, b backend.Backend) {
 	mustPut(t, st, "app/x", "one")
 	sealed := rawGet(t, b, store.Prefix+"app/x")
 	mustPut(t, st, "app/x", "two")
+	settle(t, st)
 	if _, err := b.Put(ctx, store.Prefix+".history/app/x/99.1", sealed, backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

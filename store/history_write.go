@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -223,9 +224,11 @@ func (s *Store) repair(ctx context.Context, key, name, dir string, h *histState)
 }
 
 // putKept is the write w (sealed bytes in w.sealed, or w.size of them in
-// w.body, stamped stamp) that keeps history (ADR 0040 §2): learn the
-// current object, keep it if it is not kept, write, keep what was
-// written, prune beyond the retention — all admitted by the fences once.
+// w.body, stamped stamp) that keeps history (ADR 0040 §2): wait for the
+// name's keeps in flight, learn the current object, keep it if it is not
+// kept, write — and return: the keep of what was written and the prune
+// beyond the retention go on behind the write, under the same admission
+// by the fences (ADR 0065).
 func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res *histResult) (Info, error) {
 	key, name := w.key, w.name
 	size := int64(len(w.sealed))
@@ -236,11 +239,20 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 	if err != nil {
 		return Info{}, err
 	}
+	if err := s.waitKeeps(ctx, key); err != nil {
+		return Info{}, fmt.Errorf("store: put %q: waiting for its keep in flight: %w", name, err)
+	}
+	callerCtx := ctx
 	ctx, done, err := s.enterFences(ctx, "put", name)
 	if err != nil {
 		return Info{}, err
 	}
-	defer done()
+	handed := false
+	defer func() {
+		if !handed {
+			done()
+		}
+	}()
 	obj, h, sent, listed, err := s.putOnListing(ctx, key, name, dir, w)
 	if err != nil {
 		return Info{}, err
@@ -268,7 +280,27 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 		r := h.cur
 		res.replaced = &r
 	}
-	id := idOf(stamp)
+	// What the keep needs of w is taken now: a streamed value's bytes
+	// (its spool is the caller's to remove once this returns).
+	var readErr error
+	if w.body != nil && size <= keepByPut {
+		w.sealed, readErr = readBack(w.body, size)
+		w.body = nil
+	}
+	handed = true
+	s.keepBehind(callerCtx, key, done, func(ctx context.Context) {
+		s.keepWritten(ctx, w, obj, idOf(stamp), size, dir, h.entries, readErr)
+	})
+	return s.info(name, obj), nil
+}
+
+// keepWritten keeps the version w wrote (obj, id) and prunes the name's
+// entries es beyond the retention, concurrently, then records what the
+// name's history holds (readErr: the written bytes could not be read back
+// for a keep by PUT). A keep that fails is logged: the next write of the
+// name repairs it.
+func (s *Store) keepWritten(ctx context.Context, w write, obj backend.Object, id VersionID, size int64, dir string, es []entry, readErr error) {
+	key, name := w.key, w.name
 	var (
 		kept    backend.Object
 		keepErr error
@@ -276,19 +308,22 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 	)
 	wg.Go(func() {
 		keepErr = s.c.metrics.timed(ctx, opKeep, func() (err error) {
-			if size <= keepByPut {
-				kept, err = s.keepByPut(ctx, dir+id.String(), w)
-			} else {
+			switch {
+			case readErr != nil:
+				err = readErr
+			case size <= keepByPut:
+				kept, err = s.c.b.Put(ctx, dir+id.String(), w.sealed, backend.PutOptions{})
+			default:
 				kept, err = s.copyEntry(ctx, key, dir+id.String(), obj.Version)
 			}
 			return err
 		})
 	})
-	remaining := s.prune(ctx, name, dir, h.entries, 1)
+	remaining := s.prune(ctx, name, dir, es, 1)
 	wg.Wait()
 	next := histState{exists: true, version: obj.Version, cur: id, entries: remaining}
 	if keepErr != nil {
-		s.c.log.WarnContext(ctx, "store: written but not kept in history", "name", name, "version", id.String(), "err", s.fenceWrap(ctx, "keep", name, keepErr))
+		s.c.log.WarnContext(ctx, "store: written but not kept in history (the next write of the name keeps it first)", "name", name, "version", id.String(), "err", s.fenceWrap(ctx, "keep", name, keepErr))
 	} else {
 		if kept.Size < 0 {
 			kept.Size = size
@@ -297,23 +332,18 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 		next.entries = append(next.entries, entry{id: id, version: kept.Version, size: kept.Size, mod: kept.ModTime})
 	}
 	s.memo.histSet(key, next)
-	return s.info(name, obj), nil
 }
 
-// keepByPut keeps a small version as a PUT of the very bytes written
-// (ADR 0040): w's sealed bytes, or its body read back (at most keepByPut
-// bytes).
-func (s *Store) keepByPut(ctx context.Context, dst string, w write) (backend.Object, error) {
-	sealed := w.sealed
-	if w.body != nil {
-		sealed = make([]byte, w.size)
-		// ReadAt returns an error whenever it reads fewer bytes than asked
-		// (io.EOF at most alongside a full read): the count decides.
-		if n, err := w.body.ReadAt(sealed, 0); n < len(sealed) {
-			return backend.Object{}, fmt.Errorf("read the written bytes back: %d of %d bytes: %w", n, len(sealed), err)
-		}
+// readBack reads the size sealed bytes of a streamed write back from its
+// spool, for a keep by PUT of the very bytes written (ADR 0040).
+func readBack(body io.ReaderAt, size int64) ([]byte, error) {
+	sealed := make([]byte, size)
+	// ReadAt returns an error whenever it reads fewer bytes than asked
+	// (io.EOF at most alongside a full read): the count decides.
+	if n, err := body.ReadAt(sealed, 0); n < len(sealed) {
+		return nil, fmt.Errorf("read the written bytes back: %d of %d bytes: %w", n, len(sealed), err)
 	}
-	return s.c.b.Put(ctx, dst, sealed, backend.PutOptions{})
+	return sealed, nil
 }
 
 // deleteKept is the delete that keeps history: the current object kept
@@ -327,6 +357,9 @@ func (s *Store) deleteKept(ctx context.Context, key, name string, opts DeleteOpt
 	}
 	if err := s.checkFences("delete", name); err != nil {
 		return histResult{}, err
+	}
+	if err := s.waitKeeps(ctx, key); err != nil {
+		return histResult{}, fmt.Errorf("store: delete %q: waiting for its keep in flight: %w", name, err)
 	}
 	ctx, done, err := s.enterFences(ctx, "delete", name)
 	if err != nil {

@@ -443,6 +443,7 @@ func TestMetrics_HistoryKeepsAndPrunesCounted(t *testing.T) {
 			for i := range 4 {
 				mustPut(t, v, "a", fmt.Sprint(i))
 			}
+			settle(t, v)
 			got := counts()
 			for k, n := range before {
 				got[k] -= n

@@ -6,6 +6,6 @@ import (
 	"github.com/cairnhq/state/store"
 )
 
-// settle waits until nothing a write of st left behind it is in flight.
-// Writes finish their history before they return: nothing to wait for.
-func settle(testing.TB, *store.Store) {}
+// settle waits until nothing a write through st's connection left behind
+// it (the keeps, ADR 0065) is in flight.
+func settle(_ testing.TB, st *store.Store) { store.Settle(st) }

@@ -113,10 +113,11 @@ type core struct {
 	maxSize  int64
 	attempts int
 	log      *slog.Logger
-	metrics  *storeMetrics // nil without a MeterProvider
-	location string        // names the store in messages (ConnectOptions.Location)
-	history  int           // versions kept per name; 0: off (Options.History resolved)
-	strict   bool          // Options.RejectRollback
+	metrics  *storeMetrics  // nil without a MeterProvider
+	location string         // names the store in messages (ConnectOptions.Location)
+	history  int            // versions kept per name; 0: off (Options.History resolved)
+	strict   bool           // Options.RejectRollback
+	keeps    *keepsInFlight // keeps behind writes, by key (keep.go); shared by rebinds
 }
 
 // openStore returns a Store over b that seals with s. It touches no storage; it
@@ -148,6 +149,7 @@ func openStore(b backend.Backend, s storehook.Sealer, opts Options) (*Store, err
 		log:      opts.Logger,
 		metrics:  m,
 		strict:   opts.RejectRollback,
+		keeps:    new(keepsInFlight),
 	}
 	if c.maxSize <= 0 {
 		c.maxSize = DefaultMaxObjectSize

@@ -24,6 +24,9 @@ import (
 // error or ctx's.
 func (s *Store) verify(ctx context.Context, o storehook.VerifyOptions[ManyOptions], fn func(verdict) error) error {
 	m := o.Many.withDefaults()
+	if err := s.waitKeeps(ctx, ""); err != nil {
+		return fmt.Errorf("store: verify: waiting for the keeps in flight: %w", err)
+	}
 	in := s.internalView()
 	var names []string
 	if err := in.List(ctx, "", func(i Info) error {

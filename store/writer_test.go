@@ -54,6 +54,7 @@ func testEveryWriteSealsItsHolder(t *testing.T, b backend.Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	settle(t, a)
 	for _, info := range []store.Info{first, streamed} {
 		entry := ".history/app/v/" + info.ID.String()
 		if w := writerOf(t, a, entry); w != holderWriter("pod-a") {
@@ -94,6 +95,8 @@ func testEveryWriteSealsItsHolder(t *testing.T, b backend.Backend) {
 		}
 	}
 	// The storage operator reads no instance or host in any object.
+	settle(t, a)
+	settle(t, bst)
 	for _, key := range rawKeys(t, b) {
 		raw := rawGet(t, b, key)
 		for _, s := range []string{"pod-a", "pod-b", "host-pod"} {
@@ -108,8 +111,8 @@ func testEveryWriteSealsItsHolder(t *testing.T, b backend.Backend) {
 func testNoWritersDirectory(t *testing.T, b backend.Backend) {
 	ctx := t.Context()
 	k := keysOf(testkit.Identity(t))
-	for epoch, inst := range map[uint64]string{1: "pod-a", 2: "pod-b"} {
-		st := historyStore(t, b, k, epoch, inst, 0)
+	for i, inst := range []string{"pod-a", "pod-b"} {
+		st := historyStore(t, b, k, uint64(i+1), inst, 0)
 		mustPut(t, st, "app/w", inst)
 		if _, err := st.PutReader(ctx, "app/w", strings.NewReader(inst+" streamed"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
@@ -143,6 +146,7 @@ func testHistoryNamesEachVersionsWriter(t *testing.T, b backend.Backend) {
 	}
 	x := storeadmin.WithFence(conn, &holderFence{switchFence: switchFence{epoch: 5, seq: 100}, instance: "pod-x"})
 	second := mustPut(t, x, "app/h", "two")
+	settle(t, x)
 	c := historyStore(t, b, k, 6, "pod-c", 0)
 	res, err := c.Restore(ctx, "app/h", first.ID)
 	if err != nil {

@@ -68,6 +68,7 @@ import (
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -198,6 +199,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stopWork()
 	defer context.AfterFunc(ctx, stopWork)()
 	boots, err := countBoot(work, inst.Store())
+	if err == nil {
+		// Ready means the boot's writes are in storage, history included
+		// (a keep lands behind its write: docs/adr/0065).
+		err = storeadmin.WaitKeeps(work, inst.Store())
+	}
 	if err != nil {
 		closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

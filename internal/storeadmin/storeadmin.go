@@ -70,6 +70,7 @@ var (
 	reseal        = storehook.Func[func(*store.Store, context.Context, Object) (store.Info, error)]("Reseal")
 	keptVersions  = storehook.Func[func(*store.Store) int]("KeptVersions")
 	lastKept      = storehook.Func[func(*store.Store, context.Context, string) (store.VersionID, bool, error)]("LastKept")
+	waitKeeps     = storehook.Func[func(*store.Store, context.Context, string) error]("WaitKeeps")
 	root          = storehook.Func[func(*store.Store) string]("Root")
 	storeID       = storehook.Func[func(*store.Store) envelope.StoreID]("StoreID")
 	withFence     = storehook.Func[func(*store.Store, storehook.Fence) *store.Store]("WithFence")
@@ -180,6 +181,10 @@ func Reseal(ctx context.Context, s *store.Store, obj Object) (store.Info, error)
 // fenced view keeps (store.Options.History resolved); 0 when history is
 // off.
 func KeptVersions(s *store.Store) int { return keptVersions(s) }
+
+// WaitKeeps waits until no keep that a write through s's connection left
+// behind it (docs/adr/0065) is in flight; it fails only with ctx's error.
+func WaitKeeps(ctx context.Context, s *store.Store) error { return waitKeeps(s, ctx, "") }
 
 // LastKept returns the newest kept content version of name (what `rm`
 // tells the user to restore), from one listing of its history; ok is
