@@ -126,6 +126,10 @@ func runHistoryTests(t *testing.T, fresh func(t *testing.T) backend.Backend) {
 	t.Run("FirstWrite_KeepsAVersionItsListingDoesNotShow", func(t *testing.T) { testFirstWriteKeepsUnlisted(t, fresh(t)) })
 	t.Run("PutBack_StrictGetManyAndUpdateRefuse", func(t *testing.T) { testPutBackManyAndUpdate(t, fresh(t)) })
 	t.Run("Purge_RemovesTheNameAndItsHistoryOnly", func(t *testing.T) { testPurge(t, fresh(t)) })
+	// The writer each object names in its header (writer_test.go).
+	t.Run("EveryFencedWrite_SealsItsHolder_NotReadableInTheBucket", func(t *testing.T) { testEveryWriteSealsItsHolder(t, fresh(t)) })
+	t.Run("NoWritersDirectory", func(t *testing.T) { testNoWritersDirectory(t, fresh(t)) })
+	t.Run("History_NamesEachVersionsWriterFromItsHeader", func(t *testing.T) { testHistoryNamesEachVersionsWriter(t, fresh(t)) })
 }
 
 // testFirstWriteKeepsUnlisted: the first write of a name in a holding

@@ -2,19 +2,16 @@ package store_test
 
 import (
 	"bytes"
-	"io"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
-	"github.com/cairnhq/state/testutil/garage"
-	"github.com/cairnhq/state/testutil/versitygw"
 )
 
 // writerOf opens the raw object at the state name internal (a kept
@@ -29,15 +26,23 @@ func writerOf(t *testing.T, st *store.Store, internal string) envelope.Writer {
 	return obj.Opened.Writer
 }
 
-func holderWriter(instance string) envelope.Writer {
-	return envelope.Writer{Instance: instance, Hostname: "host-" + instance, PID: 42}
+// versionWriters is History of name as "ID INSTANCE" strings, newest
+// first.
+func versionWriters(t *testing.T, st *store.Store, name string) []string {
+	t.Helper()
+	vs, err := st.History(t.Context(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.ID.String()+" "+v.Instance)
+	}
+	return out
 }
 
-// runWriterTests runs the writer tests on backends made by fresh.
-func runWriterTests(t *testing.T, fresh func(t *testing.T) backend.Backend) {
-	t.Run("EveryFencedWrite_SealsItsHolder_NotReadableInTheBucket", func(t *testing.T) { testEveryWriteSealsItsHolder(t, fresh(t)) })
-	t.Run("NoWritersDirectory", func(t *testing.T) { testNoWritersDirectory(t, fresh(t)) })
-	t.Run("History_NamesEachVersionsWriterFromItsHeader", func(t *testing.T) { testHistoryNamesEachVersionsWriter(t, fresh(t)) })
+func holderWriter(instance string) envelope.Writer {
+	return envelope.Writer{Instance: instance, Hostname: "host-" + instance, PID: 42}
 }
 
 // Every write a fenced view makes — a value, its keep, a streamed value,
@@ -153,23 +158,15 @@ func testHistoryNamesEachVersionsWriter(t *testing.T, b backend.Backend) {
 		t.Fatal(err)
 	}
 	id := func(i store.Info) string { return i.ID.String() }
-	vs, err := c.History(ctx, "app/h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, v := range vs {
-		got = append(got, v.ID.String()+" "+v.Instance)
-	}
 	want := []string{id(res.Written) + " pod-c", id(second) + " pod-x", id(first) + " pod-a"}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+	if got := versionWriters(t, c, "app/h"); !slices.Equal(got, want) {
 		t.Fatalf("History = %q, want %q", got, want)
 	}
 	d := historyStore(t, b, k, 7, "pod-d", 0)
 	if err := d.Delete(ctx, "app/h", store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if vs, err = d.History(ctx, "app/h"); err != nil || len(vs) != 4 || !vs[0].Deleted || vs[0].Instance != "pod-d" || vs[1].Instance != "pod-c" {
+	if vs, err := d.History(ctx, "app/h"); err != nil || len(vs) != 4 || !vs[0].Deleted || vs[0].Instance != "pod-d" || vs[1].Instance != "pod-c" {
 		t.Fatalf("History after pod-d's delete = %+v, %v; want its tombstone named pod-d, then pod-c's version", vs, err)
 	}
 	var deleted []store.Deleted
@@ -197,33 +194,4 @@ func TestWriter_LongNames_CutToFit(t *testing.T) {
 	if len(w.Instance)+len(w.Hostname) > envelope.MaxWriterLen || !strings.HasPrefix(long, w.Instance) || !strings.HasPrefix("host-"+long, w.Hostname) || len(w.Instance) < 100 || w.PID != 42 {
 		t.Errorf("writer of a holder with 400-byte names = %d-byte instance, %d-byte host, pid %d", len(w.Instance), len(w.Hostname), w.PID)
 	}
-}
-
-func TestWriter_Local(t *testing.T) {
-	t.Run("mem", func(t *testing.T) {
-		runWriterTests(t, func(*testing.T) backend.Backend { return mem.New(mem.Options{}) })
-	})
-	t.Run("mem-without-conditions", func(t *testing.T) {
-		runWriterTests(t, func(*testing.T) backend.Backend { return mem.New(mem.Options{NoConditionalWrites: true}) })
-	})
-	t.Run("fs", func(t *testing.T) {
-		runWriterTests(t, func(t *testing.T) backend.Backend {
-			b, err := fs.New(t.TempDir(), fs.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.(io.Closer).Close() })
-			return b
-		})
-	})
-}
-
-func TestWriter_Versitygw(t *testing.T) {
-	srv := versitygw.Start(t)
-	runWriterTests(t, func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) })
-}
-
-func TestWriter_Garage(t *testing.T) {
-	srv := garage.Start(t)
-	runWriterTests(t, func(t *testing.T) backend.Backend { return srv.Backend(t, srv.NewBucket(t)) })
 }

@@ -15,6 +15,16 @@ import (
 
 var sentinels = []error{ErrTooLarge, ErrNotEnvelope, ErrTruncated, ErrTampered, ErrNoMatchingIdentity, ErrNameMismatch, ErrForeignStore}
 
+// typed reports whether err carries one of the package's sentinels.
+func typed(err error) bool {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // fileKeyFor recovers the file key Open used for an object it accepted:
 // from a writer's stanza, or, for an unauthenticated open, from a recovery
 // identity.
@@ -105,11 +115,7 @@ func FuzzOpenReaderAt(f *testing.F) {
 			case err != nil && serr == nil:
 				t.Fatalf("Open fails (%v), OpenReaderAt reads %d bytes to the end", err, len(spt))
 			case err != nil:
-				typed := false
-				for _, s := range sentinels {
-					typed = typed || errors.Is(serr, s)
-				}
-				if !typed {
+				if !typed(serr) {
 					t.Fatalf("untyped error: %v", serr)
 				}
 			}
@@ -131,24 +137,14 @@ func FuzzOpen(f *testing.F) {
 		for _, e := range envs {
 			pt, info, err := e.OpenWithInfo(name, object)
 			hinfo, herr := e.OpenHeader(name, object, int64(len(object)))
-			if herr != nil {
-				typed := false
-				for _, s := range sentinels {
-					typed = typed || errors.Is(herr, s)
-				}
-				if !typed {
-					t.Fatalf("OpenHeader: untyped error: %v", herr)
-				}
+			if herr != nil && !typed(herr) {
+				t.Fatalf("OpenHeader: untyped error: %v", herr)
 			}
 			if err == nil && (herr != nil || hinfo != info) {
 				t.Fatalf("Open = %+v; OpenHeader of the same bytes = %+v, %v", info, hinfo, herr)
 			}
 			if err != nil {
-				typed := false
-				for _, s := range sentinels {
-					typed = typed || errors.Is(err, s)
-				}
-				if !typed {
+				if !typed(err) {
 					t.Fatalf("untyped error: %v", err)
 				}
 				continue
