@@ -1,7 +1,8 @@
 /*
  * claims.pml: the claims lock of ADR 0020 (docs/adr/0020-claims-lock-
- * without-compare-and-swap.md), checked with spin. doc.go in this
- * directory says how to run it, what it covers and what it does not.
+ * without-compare-and-swap.md), with the release of ADR 0067, checked with
+ * spin. doc.go in this directory says how to run it, what it covers and
+ * what it does not.
  *
  * Processes P0, P1 (and P2 with -DNPROC=3) each make up to MAXATT
  * acquisition attempts and up to MAXHB heartbeats per hold. Each has an
@@ -65,6 +66,22 @@
  * the listing shows too is not a reason to back off; the held claim is
  * judged instead.
  *
+ * The release (ADR 0067) does not look: it closes the fence and sends one
+ * multi-object delete of its held claim, its intent (kept until then),
+ * the dead intents its acquisition listed, and the markers below its
+ * epoch. The storage deletes the keys one by one: the held claim and the
+ * intent in either order, each possibly late; the rest last. Keeping the
+ * intent changes no decision of anyone else's while the held claim is
+ * there (a listing reads the intent slot, then the held slot, and judges
+ * the held claim): before the held claim lands the intent is an
+ * acquisition in progress, as it always was; between the release's two
+ * deletes a listing may find the intent alone and back off, as from any
+ * acquisition in progress, or, in a suspended heartbeat of the same id,
+ * look for it again and find the released attempt's marker (lost, rightly:
+ * it held after us). A release that meets a loss it had not seen deletes
+ * only its own keys and what was dead or below its epoch: nothing of a
+ * successor's, whose marker is above ours.
+ *
  * Three rules this model found missing from ADR 0020, modelled as fixed:
  *   1. a held claim that the listing showed and whose GET then answers 404
  *      sends the acquirer back to list again (and ends a suspended
@@ -113,11 +130,22 @@
  *                       leases run out in send order), whose counterexample
  *                       is real when W < 2L.
  *   -DGONE_INTENT_SKIPPED  without rule 3: the vanished intent is skipped
- *                       (lock.go as this model was written). Violates (a).
+ *                       (lock.go as this model was written). Violated (a)
+ *                       while the intent was deleted once the marker
+ *                       landed; with it kept until the release, (b).
  *   -DRELIST_NO_MARKERS rule 3's second listing without its markers (the
  *                       held claim alone). Violates (b). (Its markers
  *                       alone, -DRELIST_NO_HELD, verify at claimsBad's
  *                       bounds: lock.go judges both.)
+ *   -DRELEASE_OWN_MARKER the release deletes the markers up to its own
+ *                       epoch, its own included: the release cannot know
+ *                       whether a later holder's marker is there, and the
+ *                       next acquirer repeats its epoch. Violates (b).
+ *   -DSUSPEND_AT_SEND   the heartbeat decides "suspended" before its PUT
+ *                       (ADR 0027's finding 6, cas.pml's until ADR 0066):
+ *                       a lease that runs out while the heartbeat is under
+ *                       way is confirmed without the suspended look.
+ *                       Violates (a) at the faults' bounds.
  *   -DREOPEN_IGNORES_SAME_ID  the suspended heartbeat ignores live claims
  *                       of its own id (treats them as another id's).
  *                       Violates (a) with a shared id; passes with -DID1=1.
@@ -125,6 +153,10 @@
  *                       (as one of our id). Violates (a) with -DID1=1.
  * -DCANARY is not a variant: it asserts that no second attempt's fence ever
  * opens, so that its failure shows the good model is not vacuous.
+ * -DDELETE_INTENT_AT_ONCE is ADR 0020's protocol (the intent deleted once
+ * the marker landed); it verifies too. -DRELEASE_KEEPS_DEAD leaves the
+ * dead intents the acquisition listed behind at the release (as one that
+ * did not get to delete them), which the three-process run uses to fit.
  */
 
 #ifndef NPROC
@@ -386,20 +418,35 @@ inline lowest(m) {
 	od
 }
 
+/* mkmax again, after markers were deleted: the highest left */
+inline relistmax() {
+	mkmax = 0; x = 0;
+	do
+	:: x < 31 -> if :: mk & BIT(x) -> mkmax = x :: else fi; x++
+	:: else -> break
+	od;
+	x = 0
+}
+
 proctype P(byte me) {
 	byte a, att, x, e, hb, ans, myep;
 	byte seen;          /* held claims seen by the listing */
 	byte dead;          /* intents judged dead by the listing */
+	byte rdead;         /* those of the acquisition's listing: deleted at
+	                     * the release (lock.go cleanupList) */
 	byte livem;         /* live intents of our id a suspended heartbeat GETs */
 	byte gonem;         /* those whose GET answered 404: listed again */
 	bool own, livei, inhb, relisted;
+#ifdef SUSPEND_AT_SEND
+	bool wassusp;
+#endif
 #ifdef JUDGE_LATE
 	byte seeni;         /* intents seen, judged after the listing */
 #endif
 
 attempt:
 	atomic {
-		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0; livem = 0;
+		x = 0; e = 0; hb = 0; ans = 0; myep = 0; seen = 0; dead = 0; rdead = 0; livem = 0;
 		gonem = 0; own = false; livei = false; inhb = false; relisted = false;
 #ifdef JUDGE_LATE
 		seeni = 0;
@@ -507,20 +554,15 @@ attempt:
 		}
 	:: atomic { x >= NA -> x = 0; seen = 0 }; break
 	od;
-	/* dead intents are cleaned up */
-#ifdef NOCLEANUP
-	dead = 0;
+	/* dead intents are deleted at the release, if this attempt holds
+	 * (-DRELEASE_KEEPS_DEAD: left behind, as by a release that did not
+	 * get to delete them, for the three-process run to fit) */
+	atomic {
+#if !defined(NOCLEANUP) && !defined(RELEASE_KEEPS_DEAD)
+		rdead = dead;
 #endif
-	do
-	:: atomic { dead == 0 -> x = 0 }; break
-	:: atomic {
-			dead != 0 ->
-			lowest(dead);
-			dead = dead & ~BIT(x);
-			send(R_DELI, x);
-			ans = 0; x = 0
-		}
-	od;
+		dead = 0; x = 0
+	}
 #ifdef READ_THEN_WRITE
 	atomic {
 		send(R_PUTI, a);
@@ -564,9 +606,11 @@ attempt:
 		:: else -> ans = 0
 		fi
 	}
-	/* delete the intent; the fence opens, unless the lease ran out */
+	/* the fence opens, unless the lease ran out; the intent stays until
+	 * the release (it sorts before our held claim, which a listing then
+	 * shows too: judged by the held claim, it changes nobody's decision) */
 	atomic {
-#ifndef EARLY_INTENT_DELETE
+#ifdef DELETE_INTENT_AT_ONCE
 		send(R_DELI, a);
 		ans = 0;
 #endif
@@ -582,6 +626,11 @@ hold:
 			/* heartbeat: PUT our held claim, then LIST */
 			hb < MAXHB && EL[me] < conf[me] ->
 			hb++;
+#ifdef SUSPEND_AT_SEND
+			/* decided before the PUT: the lease may run out while the
+			 * heartbeat is under way */
+			wassusp = E[me] >= conf[me];
+#endif
 			gt++; sent[me] = gt;
 			send(R_PUTH, a);
 #ifndef HB_UNCONFIRMED
@@ -625,7 +674,11 @@ hold:
 				:: else
 				fi;
 				if
+#ifdef SUSPEND_AT_SEND
+				:: wassusp ->
+#else
 				:: E[me] >= conf[me] ->
+#endif
 					/* suspended since the last confirmed heartbeat: an
 					 * acquirer with our id may have judged us dead */
 					next_seen(); goto hbsusp
@@ -634,6 +687,13 @@ hold:
 				/* confirmed, the fence stays open: clean up */
 				livem = 0;
 				conf[me] = sent[me];
+#ifdef SUSPEND_AT_SEND
+				/* a fence that closed since the send reopens unchecked */
+				if
+				:: !open[me] && conf[me] > E[me] -> open_fence()
+				:: else
+				fi;
+#endif
 				goto cleanup
 			}
 		od;
@@ -764,10 +824,41 @@ cleanup:
 			}
 		od
 	:: atomic {
-			/* release */
+			/* release: no look; one multi-object delete of our held claim,
+			 * our intent, the dead intents our acquisition listed and the
+			 * markers below our epoch. The storage deletes its keys one by
+			 * one: the held claim and the intent in either order, each
+			 * possibly late; the dead intents and lower markers last (what
+			 * no one counts on) */
 			close_fence();
-			send(R_DELH, a);
-			ans = 0;
+			if
+			:: send(R_DELH, a); ans = 0; x = 1
+			:: send(R_DELI, a); ans = 0; x = 2
+			fi
+		}
+		atomic {
+			if
+			:: x == 1 -> send(R_DELI, a)
+			:: else -> send(R_DELH, a)
+			fi;
+			ans = 0; x = 0;
+			do
+			:: rdead == 0 -> break
+			:: rdead != 0 ->
+				lowest(rdead);
+				rdead = rdead & ~BIT(x);
+				I[x] = false;
+				printf("MSC: intent %d deleted\n", x)
+			od;
+			/* the markers below our epoch (ours and any above stay) */
+#ifdef RELEASE_OWN_MARKER
+			mk = mk & ~(BIT(myep + 1) - 1);
+			relistmax();
+#else
+			mk = mk & ~(BIT(myep) - 1);
+#endif
+			x = 0;
+			gc();
 			goto attempt
 		}
 	od;
@@ -779,13 +870,15 @@ lost:
 		printf("MSC: P%d lost the lock\n", me);
 		send(R_DELH, a);
 		ans = 0;
+		send(R_DELI, a);
+		ans = 0; rdead = 0;
 		goto attempt
 	}
 abort:
 	atomic { send(R_DELH, a); ans = 0 }
 backoff:
 	atomic {
-		x = 0; seen = 0; dead = 0; e = 0; livei = false;
+		x = 0; seen = 0; dead = 0; rdead = 0; e = 0; livei = false;
 #ifdef JUDGE_LATE
 		seeni = 0;
 #endif

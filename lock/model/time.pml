@@ -1,7 +1,8 @@
 /*
  * time.pml: the instance lock in explicit time, checked with spin: the
  * judgements of ADR 0028 (no takeover on one machine's clock) and the
- * fenced data writes and release of ADR 0026, where cas.pml and
+ * fenced data writes and release of ADR 0026 (the release a released
+ * record, ADR 0066; in claims mode no look, ADR 0067), where cas.pml and
  * claims.pml keep time abstract. doc.go in this directory says how to run
  * it.
  *
@@ -21,32 +22,41 @@
  * lands within RT of its sending or never, its answer possibly lost); its
  * fence is open while t - conf < L and no heartbeat saw the lease run out
  * since; it counts itself lost at t - conf >= LL; a heartbeat that
- * confirms after the lease ran out checks the markers before reopening. A
+ * confirms after the lease ran out checks the markers before reopening
+ * (claims mode; in compare-and-swap mode its 412 already tells). A
  * writes one data object through its fence: a write sent while the fence
  * is open carries the deadline conf + L (the client gives up then), is
  * conditional on the version A knows, and is applied by the storage at any
  * later time or never (late delivery, unbounded). A may release: its
  * fence closes, it waits until its write is answered or cut off (the
- * drain), then deletes its record (conditionally). B, with A's instance id
+ * drain), then writes a released record (conditionally on its version);
+ * the record is never deleted but out of band (-DOOB, once, whoever holds
+ * it). B, with A's instance id
  * or another (chosen once), looks at the record again and again, judging
  * it as lock.go does: watched unchanged for W (another id) or MHB (the
  * same id, a PID space it cannot probe), or old on the storage's clock
  * and on the second clock (its own wall clock against A's stamp), all >=
- * W. It takes over (marker 2, its record), opens its fence and writes the
- * data object on the version it reads. An operator may break the lock
- * once (-DBREAK): without force only what a boot would take at once; with
- * -DFORCE whatever it finds.
+ * W. A released or absent record it takes at once. It takes over (its
+ * record, epoch 2), opens its fence and writes the data object on the
+ * version it reads. An operator may break the lock once (-DBREAK),
+ * writing a released record on the version it judged: without force only
+ * what a boot would take at once; with -DFORCE whatever it finds.
  *
  * SCEN 1, two acquirers in claims mode. Each writes an intent (stamped
  * with its wall clock), lists, and confirms before its intent deadline
  * (IW - IM after its start) unless it sees the other's held claim or a
  * live intent: an intent is dead when watched unchanged for IW or old on
- * the storage's clock and on the second clock, both >= IW.
+ * the storage's clock and on the second clock, both >= IW. A holder keeps
+ * its intent until it releases, without a look, by deleting its held
+ * claim and its intent in either order (one multi-object delete, not
+ * atomic): the other may then confirm, judging what it finds.
  *
  * Properties:
- *   (a) mutual exclusion: never two fences open (not with -DFORCE, whose
- *       window until the old holder's next heartbeat is documented);
- *   (b) a data write of epoch 1 never lands after one of a later epoch;
+ *   (a) mutual exclusion: never two fences open (not with -DFORCE or
+ *       -DOOB, whose window until the old holder's next heartbeat is
+ *       documented);
+ *   (b) a data write of epoch 1 never lands after one of a later epoch
+ *       (with -DOOB too: the storage's conditions keep it);
  *   (c) a takeover only when the holder counts itself lost (another id)
  *       or its fence has closed (the same id): the premise the claims
  *       heartbeat's reopening rests on (claims.pml, -DOTHER_ID_SHORT).
@@ -68,8 +78,9 @@
  *                           alone. (c).
  *   -DBREAK_WATCHING        with -DBREAK: a break without force takes a
  *                           record a boot would watch (finding 5). (c).
- * Finding 6 (the CAS heartbeat decides "suspended" at its send) is
- * cas.pml's -DSUSPEND_AT_SEND.
+ * Finding 6 (the heartbeat decides "suspended" at its send) is
+ * claims.pml's -DSUSPEND_AT_SEND (cas.pml's until ADR 0066: a compare-
+ * and-swap heartbeat has no check after a suspension any more).
  */
 
 #ifndef SCEN
@@ -116,9 +127,11 @@ byte mk = 1;     /* highest epoch marker */
 
 #if SCEN == 0 || SCEN == 2
 
-/* the record (lock object) */
+/* the record (lock object): it exists (only an out-of-band delete removes
+ * it), whose it is, and whether it is released */
 bool rex = true;
-byte rown;       /* 0 A, 1 B */
+byte rown;       /* 0 A, 1 B, 2 the operator's break */
+bool rrel;       /* a released record: taken at once */
 bool rchg;       /* written since B last looked: a new version */
 short rmod;      /* its modification time, on the node that applied it */
 short rwall;     /* its writer's wall clock at the send */
@@ -138,7 +151,14 @@ byte dver, dep;
 /* B */
 bool bsame, bopen, bwrote, bseen;
 byte bseent, bep;
-bool broke;
+bool broke, oob;
+
+/* a forced break and an out-of-band delete of a live lock leave the old
+ * holder writing until its next heartbeat: mutual exclusion (a) and the
+ * takeover premise (c) are not checked then, (b) is */
+#if defined(FORCE) || defined(OOB)
+#define UNGUARDED
+#endif
 
 /* B's judgement of A's record, looked at through node n */
 #define RULES(n) ((t - bseent >= W) || (AGE(n) >= W && OWNAGE >= W) || (bsame && t - bseent >= MHB))
@@ -184,10 +204,10 @@ inline land_data(ep) {
 
 inline takeover(n) {
 	bep = mk + 1; mk = bep;
-	rex = true; rown = 1; rchg = true; STAMP(n, t + sk);
+	rex = true; rown = 1; rrel = false; rchg = true; STAMP(n, t + sk);
 	bopen = true;
 	printf("MSC: t=%d B takes the lock, epoch %d\n", t, bep);
-#ifndef FORCE
+#ifndef UNGUARDED
 	assert(!AOPEN)       /* (a) */
 #endif
 }
@@ -241,7 +261,7 @@ end:
 	:: atomic { !alost && !arel && hbs == NONE && t >= aconf + H -> hbs = t }
 	:: atomic { hbs != NONE && !hbland ->
 		if
-		:: rex && rown == 0 ->
+		:: rex && rown == 0 && !rrel ->
 			if
 			:: n = 0
 			:: n = 1
@@ -265,7 +285,7 @@ end:
 		:: else -> aconf = hbs
 		fi;
 		hbs = NONE; hbland = false;
-#ifndef FORCE
+#ifndef UNGUARDED
 		assert(!AOPEN || !bopen)   /* (a) at a reopening */
 #endif
 	   }
@@ -300,15 +320,20 @@ end:
 	:: atomic { bopen && !bwrote -> bwrote = true; land_data(bep) }
 #endif
 #if SCEN == 2
-	/* A releases: the fence closes, the writes in flight drain, the
-	 * record is deleted if it is still A's */
+	/* A releases: the fence closes, the writes in flight drain, then a
+	 * released record is written if-version (A's) */
 	:: atomic { !alost && !arel -> arel = true }
 	:: atomic { arel && !adel && DRAINED ->
 		adel = true;
 		if
-		:: rex && rown == 0 -> rex = false
+		:: rex && rown == 0 && !rrel -> rrel = true; rchg = true
 		:: else
 		fi }
+#endif
+#ifdef OOB
+	/* an out-of-band delete of the lock object, whoever holds it */
+	:: atomic { !oob && rex -> oob = true; rex = false;
+		printf("MSC: t=%d the lock is deleted out of band\n", t) }
 #endif
 	/* B looks at the record through node n */
 	:: atomic { !bopen ->
@@ -317,8 +342,8 @@ end:
 		:: n = 1
 		fi;
 		if
-		:: !rex -> takeover(n)
-		:: rex && rown == 0 ->
+		:: !rex || rrel -> takeover(n)   /* absent or released: at once */
+		:: rex && rown == 0 && !rrel ->
 			if
 			:: !bseen || rchg -> bseen = true; rchg = false; bseent = t
 			:: else
@@ -326,7 +351,7 @@ end:
 			take = TAKE(n);
 			if
 			:: take ->
-#ifndef FORCE
+#ifndef UNGUARDED
 				if
 				:: bsame -> assert(!AOPEN)   /* (c) */
 				:: else -> assert(AGONE)     /* (c) */
@@ -340,7 +365,7 @@ end:
 		take = false; n = 0 }
 #ifdef BREAK
 	/* an operator breaks the lock once, judging it with a fresh look */
-	:: atomic { !broke && rex && rown == 0 ->
+	:: atomic { !broke && rex && rown == 0 && !rrel ->
 		broke = true;
 		if
 		:: n = 0
@@ -355,11 +380,12 @@ end:
 #endif
 		if
 		:: take ->
-#ifndef FORCE
+#ifndef UNGUARDED
 			assert(AGONE);   /* (c): a break takes only what a boot takes */
 #endif
-			mk++; rex = false;
-			printf("MSC: t=%d the lock is broken, marker %d\n", t, mk)
+			/* a released record, if-version (the one judged) */
+			rown = 2; rrel = true; rchg = true;
+			printf("MSC: t=%d the lock is broken: a released record\n", t)
 		:: else
 		fi;
 		take = false; n = 0 }
@@ -370,7 +396,8 @@ end:
 #else /* SCEN == 1: two acquirers in claims mode */
 
 /* per acquirer p: phase 0 not started, 1 intent written, 2 listed clear,
- * 3 open, 9 gave up */
+ * 3 open, 4 released (its intent and held claim may still be being
+ * deleted), 5 gone, 9 gave up */
 byte ph[2], t0[2];
 bool iex[2], hex[2];
 short imod[2], iwall[2];
@@ -432,6 +459,20 @@ inline confirm(p) {
 		fi }
 }
 
+/* release: no look; one multi-object delete of the held claim and the
+ * intent (kept until now), their keys deleted in either order */
+inline release(p) {
+	atomic { ph[p] == 3 -> ph[p] = 4;
+		if
+		:: hex[p] = false
+		:: iex[p] = false
+		fi }
+}
+
+inline released(p) {
+	atomic { ph[p] == 4 -> ph[p] = 5; hex[p] = false; iex[p] = false }
+}
+
 active proctype world() {
 	byte n;
 	atomic { select(sk : -ITOL .. ITOL) }
@@ -445,6 +486,10 @@ end:
 	:: look(1, n)
 	:: confirm(0)
 	:: confirm(1)
+	:: release(0)
+	:: release(1)
+	:: released(0)
+	:: released(1)
 	od
 }
 
