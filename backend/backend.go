@@ -55,10 +55,13 @@
 //     not.
 //  12. A wrapper (a backend over another: logging, retries, fault
 //     injection) forwards every optional method of the backend it wraps:
-//     Copy, ResolveCapabilities, AdoptCapabilities, and PutBody(ctx, key,
+//     Copy, ResolveCapabilities, AdoptCapabilities, PutBody(ctx, key,
 //     body io.ReaderAt, size int64, opts PutOptions) (Object, error),
 //     with which cairn-state's backends write an object from a body read
-//     where it lies, so that a large value is never held in memory whole.
+//     where it lies, so that a large value is never held in memory whole,
+//     and DeleteMany(ctx, keys []string) error, with which they delete
+//     several objects in one request where the storage can (S3
+//     DeleteObjects; without it, one Delete per key is sent).
 package backend
 
 import (

@@ -3,8 +3,9 @@
 // that hands out empty backends; the suite then checks the whole contract of
 // package backend: round trips, binary-safe keys, listing order and
 // pagination, conditional writes and their races, versions, not-found,
-// capability honesty, context cancellation, hostile keys, the clock, and
-// the server-side copy of a [backend.Copier] with its conditions.
+// capability honesty, context cancellation, hostile keys, the clock, the
+// server-side copy of a [backend.Copier] with its conditions, and the
+// multi-object delete (driver.DeleteMany).
 //
 // Every case asks the harness for a fresh backend, so cases are independent
 // and a failure names the behaviour that broke. A backend's whole
@@ -26,8 +27,8 @@
 // Cases that need conditional writes skip when [backend.Capabilities]
 // reports none, and the capability-honesty case then checks that
 // conditional calls fail with [backend.ErrUnsupported] and change nothing.
-// The heavy cases (a 64 MiB object, 2,500 keys) run once each; -short
-// skips the 64 MiB one.
+// The heavy cases (a 64 MiB object, 2,500 keys, a multi-delete of 1,100)
+// run once each; -short skips the 64 MiB one and the multi-delete's.
 package backendtest
 
 import (
@@ -153,6 +154,10 @@ func Run(t *testing.T, h Harness) {
 		{"Copy_RaceIfAbsent_ExactlyOneWins", testCopyRaceIfAbsent},
 		{"Copy_WhileSourceChanges_OneWholeVersion", testCopyWhileSourceChanges},
 		{"Copy_ContextCancelled", testCopyContextCancelled},
+		{"DeleteMany_RemovesExactlyThoseKeys", testDeleteManyRemovesExactlyThoseKeys},
+		{"DeleteMany_MoreKeysThanOneRequest", testDeleteManyLargeBatch},
+		{"DeleteMany_InvalidKeyFailsOthersDeleted", testDeleteManyInvalidKey},
+		{"DeleteMany_ContextCancelled", testDeleteManyContextCancelled},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })

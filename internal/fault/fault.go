@@ -19,7 +19,8 @@
 //   - [Backend.Stall]: every call blocks until resumed or until its context
 //     ends, as for a paused process or a hung connection; a stalled call
 //     whose caller gave up is dropped;
-//   - [Backend.HoldWrites]: puts and deletes of matching keys are held, and
+//   - [Backend.HoldWrites]: puts and deletes of matching keys (a
+//     multi-delete whole) are held, and
 //     their callers cut off by their contexts, until delivered: then each
 //     is carried out on the wrapped backend, late — a request sent before a
 //     process froze, or delayed by a proxy, that the server applies after
@@ -61,13 +62,16 @@ const (
 	OpList   Op = "list"
 	OpNow    Op = "now"
 	OpCopy   Op = "copy" // backend.Copier's Copy
+	// OpDeleteMany is backend.MultiDeleter's DeleteMany: one call, however
+	// many keys.
+	OpDeleteMany Op = "delete-many"
 )
 
 // Call describes one call, as given to a [Hook].
 type Call struct {
 	Op Op
 	// Key is the object key; for OpList the prefix; empty for OpNow; for
-	// OpCopy the destination.
+	// OpCopy the destination; for OpDeleteMany the first key.
 	Key string
 	// Source is the key an OpCopy copies.
 	Source string
@@ -84,17 +88,19 @@ type Hook func(ctx context.Context, c Call) error
 
 // Counts is the number of calls made, per operation.
 type Counts struct {
-	Get, Put, Delete, List, Now, Copy int
+	Get, Put, Delete, List, Now, Copy, DeleteMany int
 }
 
 // Total is the number of calls of every operation.
-func (c Counts) Total() int { return c.Get + c.Put + c.Delete + c.List + c.Now + c.Copy }
+func (c Counts) Total() int {
+	return c.Get + c.Put + c.Delete + c.List + c.Now + c.Copy + c.DeleteMany
+}
 
 // String prints the counts as "get=1 put=1 delete=0 list=0 now=0 copy=0
-// total=2".
+// delete-many=0 total=2".
 func (c Counts) String() string {
-	return fmt.Sprintf("get=%d put=%d delete=%d list=%d now=%d copy=%d total=%d",
-		c.Get, c.Put, c.Delete, c.List, c.Now, c.Copy, c.Total())
+	return fmt.Sprintf("get=%d put=%d delete=%d list=%d now=%d copy=%d delete-many=%d total=%d",
+		c.Get, c.Put, c.Delete, c.List, c.Now, c.Copy, c.DeleteMany, c.Total())
 }
 
 // Backend is a [backend.Backend] that injects faults into the calls it
@@ -296,6 +302,8 @@ func (b *Backend) enter(ctx context.Context, c Call) (time.Duration, error) {
 		b.counts.Now++
 	case OpCopy:
 		b.counts.Copy++
+	case OpDeleteMany:
+		b.counts.DeleteMany++
 	}
 	stalled, hook := b.stalled, b.hook
 	b.mu.Unlock()
