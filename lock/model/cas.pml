@@ -36,7 +36,9 @@
  *       highest M: e = M + 1, reserve M + BLK; PUT .lock if-absent with a
  *       root record; LIST again: a marker above ours means another
  *       reserved after us, abandon (a released record If-Match ours, the
- *       highest marker as its epoch and ceiling). Else the fence opens.
+ *       highest marker as its epoch and ceiling). Else PUT .lock
+ *       if-version, held (no root any more), and the fence opens at its
+ *       answer.
  *     A reservation counts only if it created its marker: a 412 means
  *     another acquisition owns that block, so LIST and reserve above the
  *     highest; no answer, start over. So no two acquisitions share a
@@ -491,10 +493,22 @@ postcheck:
 			ans = 0;
 			goto attempt
 		:: else
-		fi;
+		fi
+	}
+	/* passed: the record is written again, no root any more (so that a
+	 * crash from here leaves one counted on from), and the fence opens
+	 * at that write's answer; a 412 or no answer starts over */
+	atomic {
+		gt++; sent[me] = gt;
+		send(R_UPDATE, myacq, myws, myacq, sent[me], myep, mycl, S_HELD);
 		if
-		:: conf[me] > E[me] -> open_fence()
-		:: else
+		:: ans == A_OK ->
+			ans = 0; myws = sent[me]; conf[me] = sent[me];
+			if
+			:: conf[me] > E[me] -> open_fence()
+			:: else
+			fi
+		:: else -> ans = 0; goto attempt
 		fi
 	}
 hold:

@@ -210,9 +210,9 @@
 // what fits in about a minute on two cores:
 //
 //	run                                processes ids    attempts heartbeats faults states
-//	CAS/TwoProcesses                   2         -      2        2          2        9.3 M
-//	CAS/ThreeProcesses                 3         -      1        2          1        3.8 M
-//	CAS/OutOfBandDeletes               2         -      2        1          1 (+2)   5.6 M
+//	CAS/TwoProcesses                   2         -      2        2          2       11.0 M
+//	CAS/ThreeProcesses                 3         -      1        2          1        4.7 M
+//	CAS/OutOfBandDeletes               2         -      2        1          1 (+2)   8.5 M
 //	Claims/TwoProcessesFaults          2         A A    1        2          2        5.6 M
 //	Claims/TwoProcessesFaultsOtherID   2         A B    1        2          2        1.9 M
 //	Claims/TwoProcessesRetries         2         A A    2        1          0       15.7 M
