@@ -156,7 +156,7 @@ func TestOpen_RequireConfiguredRecipients(t *testing.T) {
 	if !errors.Is(err, store.ErrUnlistedRecipient) {
 		t.Fatalf("Open = %v, want ErrUnlistedRecipient", err)
 	}
-	assertNoLock(t, b)
+	assertNoLock(t, b, id)
 }
 
 // Writes through the instance's store carry the lock's epoch and a write

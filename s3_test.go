@@ -60,11 +60,14 @@ func testS3Boot(t *testing.T, srv *testutil.S3Server, wantMode lock.Mode) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	holder := "apps/one/.cairn-state/.lock"
+	// The holder's object and the epoch marker: in compare-and-swap mode
+	// the first block's reservation (docs/adr/0066).
+	holder, marker := "apps/one/.cairn-state/.lock", "apps/one/.cairn-state/.lock.d/epoch-00000000000000001000"
 	if wantMode == lock.ModeClaims {
 		holder = "apps/one/.cairn-state/.lock.d/claim-" + inst.Lock().Record().AcquisitionID + "-2-held"
+		marker = "apps/one/.cairn-state/.lock.d/epoch-00000000000000000001"
 	}
-	for _, want := range []string{holder, "apps/one/.cairn-state/.lock.d/epoch-00000000000000000001", "apps/one/.cairn-state/.migrations", "apps/one/.cairn-state/hello"} {
+	for _, want := range []string{holder, marker, "apps/one/.cairn-state/.migrations", "apps/one/.cairn-state/hello"} {
 		if !slices.Contains(keys, want) {
 			t.Errorf("bucket lacks %s; has %q", want, keys)
 		}

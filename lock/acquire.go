@@ -172,14 +172,13 @@ func (d *decision) add(e *entry, vd verdict) {
 	}
 }
 
-// decide judges every record of v other than our own acquisition's (own
-// is the acquisition id of our current attempt, ignored): any live holder
-// refuses; anything undecided is watched; an intent of another live
-// acquisition makes us back off. It is the one judgement of a look for
-// both modes: in compare-and-swap mode the lock object is judged too,
-// unless it is ours (pending names an earlier write of ours that may have
-// landed, returned as landed).
-func (a *acquirer) decide(ctx context.Context, v view, own, pending string) (d decision, landed *entry, err error) {
+// decide judges every record of a claims look other than our own
+// acquisition's (own is the acquisition id of our current attempt,
+// ignored): any live holder refuses; anything undecided is watched; an
+// intent of another live acquisition makes us back off. A lock object of
+// compare-and-swap mode (a store whose mode is claims has none, ADR 0032)
+// is judged like a held claim, unless it is released.
+func (a *acquirer) decide(ctx context.Context, v view, own string) (d decision, err error) {
 	now := time.Now()
 	d.kind = vTake
 	consider := func(e *entry) error {
@@ -193,23 +192,14 @@ func (a *acquirer) decide(ctx context.Context, v view, own, pending string) (d d
 				// listing and the read — its epoch marker may not have
 				// been in the listing yet. Look again rather than count
 				// on from what this look saw (lock/model -DGET_404_IGNORED).
-				// The lock object of compare-and-swap mode was only
-				// replaced or deleted: its conditional write tells.
-				if e.kind == kindLock && a.mode == ModeCAS {
-					return nil
-				}
 				d.backoff = true
 				return nil
 			}
 		}
-		switch {
-		case e.kind == kindLock && e.readable && pending != "" && e.rec.AcquisitionID == pending:
-			landed = e
-		case e.kind == kindLock && e.readable && a.mine[e.rec.AcquisitionID]:
-			// An abandoned attempt of ours: ours to replace.
-		default:
-			d.add(e, a.judge(e, now))
+		if e.kind == kindLock && e.readable && e.rec.released() {
+			return nil
 		}
+		d.add(e, a.judge(e, now))
 		return nil
 	}
 	for _, e := range v.records() {
@@ -217,7 +207,7 @@ func (a *acquirer) decide(ctx context.Context, v view, own, pending string) (d d
 			continue
 		}
 		if err := consider(e); err != nil {
-			return decision{}, nil, err
+			return decision{}, err
 		}
 	}
 	for _, e := range v.unknown {
@@ -226,7 +216,7 @@ func (a *acquirer) decide(ctx context.Context, v view, own, pending string) (d d
 		a.log.Warn("state lock: an object under the lock's prefix has a name the lock does not write; judged as an unreadable lock", "object", e.name)
 		e.read, e.why = true, fmt.Errorf("%w: a name the lock does not write", errMalformed)
 		if err := consider(e); err != nil {
-			return decision{}, nil, err
+			return decision{}, err
 		}
 	}
 	confirmed := map[string]bool{}
@@ -242,11 +232,11 @@ func (a *acquirer) decide(ctx context.Context, v view, own, pending string) (d d
 		}
 		live, err := a.intentLive(ctx, e, now)
 		if err != nil {
-			return decision{}, nil, err
+			return decision{}, err
 		}
 		d.backoff = d.backoff || live
 	}
-	return d, landed, nil
+	return d, nil
 }
 
 // dispatch carries out a decision that is not "go ahead": it waits for a
@@ -310,6 +300,7 @@ func permanent(err error) bool {
 	for _, target := range []error{
 		backend.ErrUnsupported, backend.ErrPermission, store.ErrFenced, store.ErrTooLarge,
 		store.ErrInvalidName, store.ErrInvalidRoot, ErrEpochExhausted, backend.ErrInvalidKey,
+		store.ErrRolledBack,
 	} {
 		if errors.Is(err, target) {
 			return true

@@ -82,7 +82,7 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 		return nil, decision{}, false, err
 	}
 	v.ageIntentsAt(intent.Now)
-	if d, _, err = a.decide(dctx, v, acq, ""); err != nil {
+	if d, err = a.decide(dctx, v, acq); err != nil {
 		return nil, decision{}, false, err
 	}
 	if d.kind != vTake || d.backoff {
@@ -100,11 +100,14 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 	}
 	// Confirmed before the deadline: nobody can have judged our intent
 	// dead. The marker before the fence opens: whoever comes next counts
-	// on from it, and a holder that finds a higher one knows it lost.
+	// on from it, and a holder that finds a higher one knows it lost. Our
+	// intent stays until the release, which deletes it with our held
+	// claim and what this look found dead, in one request (docs/adr/0067):
+	// a listing that shows it shows our held claim too, which is judged.
 	if err := a.writeMarker(ctx, e, acq); err != nil {
 		return nil, decision{}, true, err
 	}
-	l = newLock(a, heldName(acq), rec, info.Version, sent, a.cleanupList(v, rec, heldName(acq)))
+	l = newLock(a, heldName(acq), rec, info.Version, sent, nil, a.cleanupList(v, rec, heldName(acq)))
 	attrs := []any{"epoch", e, "mode", a.mode}
 	a.logTakeovers(d.takeovers, attrs...)
 	a.log.Info("state lock acquired", attrs...)
@@ -120,5 +123,5 @@ func (a *acquirer) dropAttempt(ctx context.Context, acq string, confirmTried boo
 	}
 	rctx, cancel := a.request(context.WithoutCancel(ctx))
 	defer cancel()
-	_ = deleteAll(rctx, a.st, a.log, names...)
+	_ = deleteMany(rctx, a.st, a.log, names...)
 }

@@ -2,7 +2,7 @@
 // is using a store, so that a second instance pointed at the same store
 // refuses to start with a [*HeldError] that names the first. An instance
 // takes it ([Acquire]) before it runs migrations, a goroutine refreshes it
-// while the instance runs, and [Lock.Release] removes it on graceful
+// while the instance runs, and [Lock.Release] gives it up on graceful
 // shutdown. Every object of the lock is under <root>/.cairn-state/.lock
 // (the lock object .lock and the claims and markers below .lock.d/),
 // sealed like all state but for the epoch markers, whose number is their
@@ -21,10 +21,12 @@
 // earlier one, which every fenced write carries.
 //
 // Where the storage enforces conditional writes ([ModeCAS]) the lock is
-// one object written with compare-and-swap; where it does not
-// ([ModeClaims]: Garage, MinIO, R2) every acquisition writes a claim and
-// then lists everybody's, which needs strong list-after-write
-// consistency (docs/adr/0020). Both are model-checked with spin
+// one object written with compare-and-swap, held or released, which the
+// lock never deletes (docs/adr/0066); where it does not ([ModeClaims]:
+// Garage, MinIO, R2) every acquisition writes a claim and then lists
+// everybody's, which needs strong list-after-write consistency
+// (docs/adr/0020), and its release deletes its claims in one request
+// without a look (docs/adr/0067). Both are model-checked with spin
 // (lock/model). The lock guards against a second instance started by
 // mistake, not against a hostile one with write access to the bucket.
 //

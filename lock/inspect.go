@@ -39,6 +39,15 @@ func inspect(ctx context.Context, st *store.Store, o lockhook.InspectOptions) (s
 	if err != nil {
 		return status{}, fmt.Errorf("lock: inspect: %w", err)
 	}
+	if holder != nil && holder.kind == kindLock && holder.readable && holder.rec.counted() {
+		s.Epoch = holder.rec.Epoch // what the next acquisition counts on from
+	}
+	if holder != nil && holder.kind == kindLock && holder.readable && holder.rec.released() {
+		// A released lock object (compare-and-swap mode): nobody holds it.
+		s.Object, s.Mode, s.Readable, s.Version, s.Record = holder.name, ModeCAS, true, holder.info.Version, holder.rec
+		s.HeartbeatAge = holder.age
+		holder = nil
+	}
 	now := time.Now()
 	if holder != nil {
 		vd := a.judge(holder, now)
@@ -58,6 +67,8 @@ func inspect(ctx context.Context, st *store.Store, o lockhook.InspectOptions) (s
 			s.Unreadable = holder.why.Error()
 		}
 		s.NextBoot = nextBoot(vd, a)
+	} else if s.Readable {
+		s.NextBoot = fmt.Sprintf("acquire it at once, at epoch %d: released by %q", s.Epoch+1, s.Record.InstanceID)
 	} else {
 		s.NextBoot = "acquire it at once: no instance holds the lock"
 	}
@@ -165,8 +176,11 @@ func (a *acquirer) holder(ctx context.Context, v view) (*entry, error) {
 	return best, nil
 }
 
-// brk removes the lock of st for an operator (`cairn-state lock break`;
-// internal/lockadmin.Break documents what it removes and refuses).
+// breakerID is the instance id of the released record a break writes.
+const breakerID = "(lock break)"
+
+// brk breaks the lock of st for an operator (`cairn-state lock break`;
+// internal/lockadmin.Break documents what it breaks and refuses).
 func brk(ctx context.Context, st *store.Store, o lockhook.BreakOptions) (Record, error) {
 	a, err := judgeOnly(st, o.StaleAfter, 0, o.Logger)
 	if err != nil {
@@ -180,7 +194,7 @@ func brk(ctx context.Context, st *store.Store, o lockhook.BreakOptions) (Record,
 	if err != nil {
 		return Record{}, fmt.Errorf("lock: break: %w", err)
 	}
-	if holder == nil {
+	if holder == nil || holder.kind == kindLock && holder.readable && holder.rec.released() {
 		return Record{}, fmt.Errorf("lock: break: no state lock to break: %w", backend.ErrNotFound)
 	}
 	// Only what a boot would take at once: a lock a boot would watch (the
@@ -196,6 +210,9 @@ func brk(ctx context.Context, st *store.Store, o lockhook.BreakOptions) (Record,
 		return Record{}, fmt.Errorf("lock: break: refusing to break it unless forced without a holder id (its holder cannot be read, so no holder id can be matched): %w",
 			a.heldError(holder, a.window(holder), 0))
 	}
+	if holder.kind == kindLock {
+		return a.breakCAS(ctx, holder, v)
+	}
 	// The marker first: the holder learns it lost, the next acquisition
 	// counts on from it.
 	e, err := a.nextEpoch(v)
@@ -205,20 +222,38 @@ func brk(ctx context.Context, st *store.Store, o lockhook.BreakOptions) (Record,
 	if err := a.writeMarker(ctx, e, ""); err != nil {
 		return Record{}, fmt.Errorf("lock: break: lock left in place: %w", err)
 	}
-	var do store.DeleteOptions
-	if holder.kind == kindLock && storeadmin.ConditionalWrites(a.st) {
-		do.IfVersion = holder.info.Version
+	if err := deleteMany(ctx, a.st, a.log, holder.name, intentName(holder.acq)); err != nil {
+		return Record{}, fmt.Errorf("lock: break: %w", err)
 	}
-	if err := a.st.Delete(ctx, holder.name, do); err != nil {
+	a.log.Warn("state lock broken", "object", holder.name, "holder", holder.rec.InstanceID, "epoch", holder.rec.Epoch, "marker", e)
+	return holder.rec, nil
+}
+
+// breakCAS writes a released record in place of the holder's lock object,
+// conditionally on the version judged (docs/adr/0066): the holder's next
+// heartbeat fails its condition and reads that it lost; the next
+// acquisition takes the record at once and counts on from its epoch — the
+// holder's, or, for a lock object that cannot be counted on from (another
+// key, garbage, a root), the highest marker's.
+func (a *acquirer) breakCAS(ctx context.Context, holder *entry, v view) (Record, error) {
+	epoch, ceiling := holder.rec.Epoch, holder.rec.Ceiling
+	if !holder.readable || !holder.rec.counted() {
+		epoch = max(v.maxMarker(), 1)
+		ceiling = epoch
+	}
+	rec := a.record(newAcquisitionID(), stateReleased, epoch, time.Now())
+	rec.InstanceID, rec.Mode, rec.Ceiling = breakerID, ModeCAS, ceiling
+	data, err := rec.encode()
+	if err != nil {
+		return Record{}, fmt.Errorf("lock: break: %w", err)
+	}
+	if _, err := a.st.Put(ctx, lockName, data, store.PutOptions{IfVersion: holder.info.Version}); err != nil {
 		if errors.Is(err, backend.ErrPreconditionFailed) {
 			return Record{}, fmt.Errorf("lock: break: the lock changed since it was inspected; inspect it again: %w", err)
 		}
 		return Record{}, fmt.Errorf("lock: break: %w", err)
 	}
-	if holder.kind == kindHeld {
-		_ = deleteAll(ctx, a.st, a.log, intentName(holder.acq))
-	}
-	a.log.Warn("state lock broken", "object", holder.name, "holder", holder.rec.InstanceID, "epoch", holder.rec.Epoch, "marker", e)
+	a.log.Warn("state lock broken: released in its holder's place", "holder", holder.rec.InstanceID, "epoch", holder.rec.Epoch, "released_epoch", epoch)
 	return holder.rec, nil
 }
 

@@ -78,9 +78,13 @@ type Lock struct {
 	inflight int
 	drained  chan struct{}
 	// cleanup are objects the acquisition left for the holder to delete
-	// (lower epoch markers, dead claims); the heartbeat goroutine deletes
-	// them first, and Release waits for that.
+	// at once (compare-and-swap mode: the markers below its block); the
+	// heartbeat goroutine deletes them first, and Release waits for that.
 	cleanup []string
+	// junk are objects the acquisition found dead, for the release to
+	// delete with our own (claims mode: lower epoch markers, dead claims;
+	// docs/adr/0067). A crash leaves them to the next acquirer.
+	junk []string
 	// mine are the acquisition ids of this acquisition's attempts: their
 	// claims, wherever they turn up (a confirm answered too late that
 	// landed anyway), are ours to delete and never a rival.
@@ -93,7 +97,7 @@ type Lock struct {
 	metricsReg metric.Registration // the gauges' callback, until Release
 }
 
-func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
+func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup, junk []string) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	hb, hbCancel := context.WithCancel(context.Background())
 	l := &Lock{
@@ -115,6 +119,7 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		version:   version,
 		confirmed: sent,
 		cleanup:   cleanup,
+		junk:      junk,
 		mine:      maps.Clone(a.mine),
 		m:         a.m,
 		cleaned:   make(chan struct{}),
@@ -446,6 +451,9 @@ func (l *Lock) beat() error {
 	l.mu.Unlock()
 	sent := time.Now()
 	rec.Heartbeat = sent.UTC()
+	// A root record is one until its holder writes again (docs/adr/0066):
+	// the acquisition's second look has passed.
+	rec.Root = false
 	data, err := rec.encode()
 	if err != nil {
 		return fmt.Errorf("lock: heartbeat: %w", err)
@@ -462,29 +470,12 @@ func (l *Lock) beat() error {
 }
 
 // beatCAS: a conditional write on our version. Success proves nobody wrote
-// the lock since our last confirmed write, so it also reopens a suspended
-// fence once no marker above ours shows that someone held it meanwhile.
+// the lock object since our last write, which nothing but an operator
+// deletes (docs/adr/0066): it confirms, and reopens a suspended fence.
 func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []byte, version string) error {
 	for adopted := false; ; adopted = true {
 		info, err := l.put(ctx, lockName, data, store.PutOptions{IfVersion: version})
 		if err == nil {
-			if l.confirmFresh(sent, rec, info.Version) {
-				return nil
-			}
-			// Reopening after a suspension: a conditional write on our
-			// version does not prove nobody held the lock meanwhile — a
-			// late copy of one of our own writes can land again with the
-			// same bytes, so the same version. Every takeover writes an
-			// epoch marker first: look for one above ours (found by the
-			// model, lock/model -DNO_REOPEN_CHECK).
-			v, serr := l.scan.scan(ctx)
-			if serr != nil {
-				return serr
-			}
-			if top := v.maxMarker(); top > rec.Epoch {
-				l.lose(&LostError{Reason: fmt.Sprintf("epoch %d was confirmed while our lock was suspended (ours %d): another instance held it meanwhile; stopped writing", top, rec.Epoch)})
-				return nil
-			}
 			l.confirm(sent, rec, info.Version)
 			return nil
 		}
@@ -493,33 +484,30 @@ func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []b
 		}
 		// Another writer replaced the object, or a write of ours landed and
 		// a retry reported the conflict: the acquisition id tells.
-		v, serr := l.scan.scan(ctx)
-		if serr != nil {
-			return fmt.Errorf("%w (after %w)", serr, err)
-		}
-		gone := v.lock == nil
-		if !gone {
-			if gone, serr = l.scan.read(ctx, v.lock); serr != nil {
-				return fmt.Errorf("%w (after %w)", serr, err)
-			}
+		cur, rerr := l.scan.readLock(ctx)
+		if rerr != nil {
+			return fmt.Errorf("%w (after %w)", rerr, err)
 		}
 		switch {
-		case gone:
-			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (by a lock break?); stopped writing"})
+		case cur == nil:
+			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (out of band?); stopped writing"})
 			return nil
-		case !v.lock.readable:
-			l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", v.lock.why)})
+		case !cur.readable:
+			l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", cur.why)})
 			return nil
-		case v.lock.rec.AcquisitionID != rec.AcquisitionID:
-			other := v.lock.rec
+		case cur.rec.released() && cur.rec.AcquisitionID != rec.AcquisitionID:
+			l.lose(&LostError{cause: lossBroken, Reason: "the lock was released by someone else (a lock break?); stopped writing"})
+			return nil
+		case cur.rec.AcquisitionID != rec.AcquisitionID || !cur.rec.held():
+			other := cur.rec
 			l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
 			return nil
 		}
-		// Ours, at a version we did not write last — it may be an older
-		// write of ours landing late, so it confirms nothing: adopt its
-		// version and write again on it; that write confirms (found by the
-		// model, lock/model -DOURS_CONFIRMS).
-		version = v.lock.info.Version
+		// Ours, at a version we did not write last: a write of ours that
+		// landed, its answer lost. Adopt its version and write again on
+		// it; that write confirms (lock/model rule 1: an older write of
+		// ours could otherwise confirm a lease from a later send).
+		version = cur.info.Version
 		l.mu.Lock()
 		l.version = version
 		l.mu.Unlock()
@@ -554,7 +542,7 @@ func (l *Lock) beatClaims(ctx context.Context, sent time.Time, rec Record, data 
 		// one a break had deleted): ours to delete, nobody else's.
 		dctx, cancel := l.request(context.WithoutCancel(ctx))
 		defer cancel()
-		_ = deleteAll(dctx, l.st, l.log, l.name, intentName(rec.AcquisitionID))
+		_ = deleteMany(dctx, l.st, l.log, l.name, intentName(rec.AcquisitionID))
 		return nil
 	}
 	l.deleteJunk(ctx, v, rec)
@@ -744,8 +732,9 @@ func (l *Lock) judgeAs() *acquirer {
 
 // deleteJunk deletes, while our fence is open, what no one else can be
 // using: other held claims (a confirm that landed after its sender gave
-// up: nobody can be confirming while our fence is open) and intents older
-// than the intent window. Best effort.
+// up: nobody can be confirming while our fence is open), intents older
+// than the intent window, and markers below our epoch, in one request.
+// Our own intent stays until the release. Best effort.
 func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	open := l.Err() == nil
 	var junk []string
@@ -759,7 +748,7 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	a := l.judgeAs()
 	now := time.Now()
 	for _, e := range v.intents {
-		if l.mine[e.acq] || open && a.intentDead(e, now) {
+		if e.acq != rec.AcquisitionID && (l.mine[e.acq] || open && a.intentDead(e, now)) {
 			junk = append(junk, e.name)
 		}
 	}
@@ -770,7 +759,7 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 	}
 	ctx, cancel := l.request(ctx)
 	defer cancel()
-	_ = deleteAll(ctx, l.st, l.log, junk...)
+	_ = deleteMany(ctx, l.st, l.log, junk...)
 }
 
 // cleanedUp is closed once the acquisition's clean-up has run.
@@ -787,27 +776,33 @@ func (l *Lock) deleteCleanup() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.ctx), l.o.RequestTimeout)
 	defer cancel()
-	_ = deleteAll(ctx, l.st, l.log, names...)
+	_ = deleteMany(ctx, l.st, l.log, names...)
 }
 
 // Release closes the fence, waits for the fenced writes in flight, stops
-// the heartbeat and removes the lock if it is still ours: in
-// compare-and-swap mode a conditional delete of our version, in claims mode
-// our claims after a look that shows no higher epoch. From the moment
-// Release is called, Err returns ErrReleased and fenced stores refuse new
-// writes; a write already admitted is waited for until it is answered or
-// cut off at the lease's end (docs/adr/0026), and only then is
-// [Lock.Context] cancelled and the lock deleted, so that the next holder's
-// first write comes after every write of ours that was answered. If ctx
-// ends while writes are still in flight, nothing is deleted and the error
-// says so: the lock then goes stale on its own.
+// the heartbeat and gives the lock up if it is still ours: in
+// compare-and-swap mode one conditional write of a released record on our
+// version (docs/adr/0066), in claims mode one multi-object delete of our
+// claims and what our acquisition found dead, without a look
+// (docs/adr/0067). From the moment Release is called, Err returns
+// ErrReleased and fenced stores refuse new writes; a write already
+// admitted is waited for until it is answered or cut off at the lease's
+// end (docs/adr/0026), and only then is [Lock.Context] cancelled and the
+// lock given up, so that the next holder's first write comes after every
+// write of ours that was answered. If ctx ends while writes are still in
+// flight, nothing is written and the error says so: the lock then goes
+// stale on its own.
 //
-// Releasing a lock that was lost, or that turns out at release to have
-// been taken over, deletes nothing of the new holder's and returns an
-// error wrapping a *LostError (errors.Is(err, ErrLost)). A lock already
-// gone with no new holder (broken by an operator) is logged, not an error.
-// Releasing twice returns nil. If the delete fails, the error is returned;
-// the lock then goes stale on its own.
+// Releasing a lock that was lost touches nothing and returns an error
+// wrapping a *LostError (errors.Is(err, ErrLost)). In compare-and-swap
+// mode a lock found taken over at release is left alone with the same
+// error; one found gone or broken by an operator, with nobody holding it,
+// is logged, not an error. In claims mode the release does not look, so
+// it learns only of the losses the heartbeat reported: a takeover the
+// heartbeat had not seen yet is not reported (the release then deletes
+// our own claims and what was below our epoch, nothing of the new
+// holder's). Releasing twice returns nil. If the write or the delete
+// fails, the error is returned; the lock then goes stale on its own.
 func (l *Lock) Release(ctx context.Context) error {
 	defer l.unobserve()
 	l.mu.Lock()
@@ -866,74 +861,67 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// releaseCAS deletes the lock object if it still has the version this
-// holder last wrote. A lock object already gone counts as deleted
-// (backend.DeleteOptions.AbsentOK): whoever removed it (an operator's
-// break) left nobody holding, which a look would only have logged; so no
-// request is spent telling the two apart (docs/adr/0055). Another version
-// is looked at: a heartbeat of ours that landed unseen, or a new holder.
+// releaseCAS writes a released record on the version this holder last
+// wrote (if-version): our epoch and ceiling, for the next acquisition to
+// count on from. Another version is looked at: a heartbeat of ours that
+// landed unseen, our release landed with its answer lost, a new holder, or
+// a lock object gone or broken (nobody holds it: logged).
 func (l *Lock) releaseCAS(ctx context.Context) error {
-	key, err := storeadmin.Key(l.st, lockName)
+	rec := l.Record()
+	version := l.version
+	rec.State, rec.Root = stateReleased, false
+	rec.Heartbeat = time.Now().UTC()
+	data, err := rec.encode()
 	if err != nil {
 		return err
 	}
-	err = storeadmin.Backend(l.st).Delete(ctx, key, backend.DeleteOptions{IfVersion: l.version, AbsentOK: true})
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, backend.ErrPreconditionFailed) && !errors.Is(err, backend.ErrNotFound) {
-		return err
-	}
-	v, serr := l.scan.scan(ctx)
-	if serr != nil {
-		return fmt.Errorf("%w (after %w)", serr, err)
-	}
-	if v.lock == nil {
-		l.log.Warn("state lock already gone at release (broken?)", "epoch", l.rec.Epoch)
-		return nil
-	}
-	le := &LostError{Reason: "found another lock at release; left it in place"}
-	if gone, rerr := l.scan.read(ctx, v.lock); rerr == nil && !gone && v.lock.readable {
-		if v.lock.rec.AcquisitionID == l.rec.AcquisitionID {
-			// Ours, at a version we did not see: a heartbeat that landed
-			// while Release cut off its answer.
-			if err := l.st.Delete(ctx, lockName, store.DeleteOptions{IfVersion: v.lock.info.Version}); err != nil && !errors.Is(err, backend.ErrNotFound) {
-				return err
-			}
+	for adopted := false; ; adopted = true {
+		_, err := l.put(ctx, lockName, data, store.PutOptions{IfVersion: version})
+		if err == nil {
 			return nil
 		}
-		rec := v.lock.rec
-		le.Holder = &rec
+		if !errors.Is(err, backend.ErrPreconditionFailed) && !errors.Is(err, backend.ErrNotFound) || adopted {
+			return err
+		}
+		cur, rerr := l.scan.readLock(ctx)
+		if rerr != nil {
+			return fmt.Errorf("%w (after %w)", rerr, err)
+		}
+		switch {
+		case cur == nil:
+			l.log.Warn("state lock already gone at release (deleted out of band?)", "epoch", rec.Epoch)
+			return nil
+		case cur.readable && cur.rec.AcquisitionID == rec.AcquisitionID && cur.rec.released():
+			return nil // ours, landed: its answer was lost
+		case cur.readable && cur.rec.released():
+			l.log.Warn("state lock broken before release; nobody holds it now", "epoch", rec.Epoch)
+			return nil
+		case cur.readable && cur.rec.AcquisitionID == rec.AcquisitionID:
+			// Ours, at a version we did not see: a heartbeat that landed
+			// while Release cut off its answer.
+			version = cur.info.Version
+			continue
+		}
+		le := &LostError{Reason: "found another lock at release; left it in place"}
+		if cur.readable {
+			h := cur.rec
+			le.Holder = &h
+		}
+		l.log.Warn("state lock not ours at release; left in place", "err", le)
+		return fmt.Errorf("nothing written: %w", le)
 	}
-	l.log.Warn("state lock not ours at release; left in place", "err", le)
-	return fmt.Errorf("nothing deleted: %w", le)
 }
 
+// releaseClaims deletes our held claim, our intent and what the
+// acquisition found dead, in one request and without a look: a loss the
+// heartbeat has not reported is not discovered here (docs/adr/0067), and
+// nothing of a successor's is in the list (its claims are its own; its
+// marker is above ours, and only markers below ours are deleted).
 func (l *Lock) releaseClaims(ctx context.Context) error {
-	v, err := l.scan.scan(ctx)
-	if err != nil {
-		return err
-	}
 	rec := l.Record()
-	var lossErr error
-	if top := v.maxMarker(); top > rec.Epoch {
-		le := &LostError{Reason: fmt.Sprintf("epoch %d was confirmed after ours (%d)", top, rec.Epoch), Holder: l.highestHolder(ctx, v, rec)}
-		if le.Holder == nil {
-			l.log.Warn("state lock broken before release; nobody holds it now", "epoch", rec.Epoch, "marker", top)
-		} else {
-			l.log.Warn("state lock not ours at release; left the new holder's claim in place", "err", le)
-			lossErr = le
-		}
-	}
-	// Our own claims are ours to delete in any case.
-	var ours []string
-	for _, e := range append(append([]*entry{}, v.helds...), v.intents...) {
-		if e.name == l.name || e.name == intentName(rec.AcquisitionID) {
-			ours = append(ours, e.name)
-		}
-	}
-	if err := deleteAll(ctx, l.st, l.log, ours...); err != nil {
-		return errors.Join(lossErr, err)
-	}
-	return lossErr
+	l.mu.Lock()
+	names := append([]string{l.name, intentName(rec.AcquisitionID)}, l.junk...)
+	l.junk = nil
+	l.mu.Unlock()
+	return deleteMany(ctx, l.st, l.log, names...)
 }

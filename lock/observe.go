@@ -28,6 +28,10 @@ type entry struct {
 	rec      Record
 	why      error // when read and not readable
 
+	// gen is the manifest generation the record was sealed under (zero
+	// when not read, or not a connected store's).
+	gen uint64
+
 	// age is how long ago the object was written, on the storage's clock
 	// (zero when anomalous); anomaly means its modification time is ahead
 	// of the storage's now by more than the clock's resolution.
@@ -81,12 +85,21 @@ func (s scanner) request(ctx context.Context) (context.Context, context.CancelFu
 // scan lists every object under listPrefix (one listing). It reads nothing:
 // read does that for the entries that need their content. A listing error
 // is an error, never "nothing there".
-func (s scanner) scan(ctx context.Context) (view, error) {
+func (s scanner) scan(ctx context.Context) (view, error) { return s.scanUnder(ctx, listPrefix) }
+
+// markers lists the epoch markers alone (one listing), ascending.
+func (s scanner) markers(ctx context.Context) ([]*entry, error) {
+	v, err := s.scanUnder(ctx, markerPrefix)
+	return v.markers, err
+}
+
+// scanUnder is scan of the lock's objects whose names start with prefix.
+func (s scanner) scanUnder(ctx context.Context, prefix string) (view, error) {
 	var v view
 	var noClock []*entry
 	ctx, cancel := s.request(ctx)
 	defer cancel()
-	err := s.st.List(ctx, listPrefix, func(info store.Info) error {
+	err := s.st.List(ctx, prefix, func(info store.Info) error {
 		k, acq, epoch := parseName(info.Name)
 		e := &entry{name: info.Name, kind: k, acq: acq, epoch: epoch, info: info}
 		if info.Now.IsZero() {
@@ -109,7 +122,7 @@ func (s scanner) scan(ctx context.Context) (view, error) {
 		return nil
 	})
 	if err != nil {
-		return view{}, fmt.Errorf("list %s*: %w", listPrefix, err)
+		return view{}, fmt.Errorf("list %s*: %w", prefix, err)
 	}
 	if len(noClock) > 0 {
 		// A backend that reports no response time: one look at its clock.
@@ -163,11 +176,18 @@ func (e *entry) setAge(now time.Time) {
 func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
 	ctx, cancel := s.request(ctx)
 	defer cancel()
-	data, info, err := s.st.Get(ctx, e.name)
+	obj, err := storeadmin.GetObject(ctx, s.st, e.name)
+	data, info := obj.Data, obj.Info
 	switch {
 	case errors.Is(err, backend.ErrNotFound):
 		e.gone = true
 		return true, nil
+	case errors.Is(err, store.ErrRolledBack):
+		// Sealed under a newer generation than the manifest's: the
+		// manifest was put back, which is the store's failure to report,
+		// not a lock someone else holds (a released lock object outlives
+		// every holder, docs/adr/0066).
+		return false, fmt.Errorf("read %s: %w", e.name, err)
 	case errors.Is(err, store.ErrUnreadable):
 		// The content is unknown, but the object is there; its listing
 		// gives its version and age.
@@ -176,7 +196,7 @@ func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
 	case err != nil:
 		return false, fmt.Errorf("read %s: %w", e.name, err)
 	}
-	e.info = info
+	e.info, e.gen = info, obj.Opened.Stamp.Generation
 	if !info.Now.IsZero() {
 		e.setAge(info.Now)
 	}
@@ -192,12 +212,44 @@ func (s scanner) read(ctx context.Context, e *entry) (gone bool, err error) {
 		e.kind == kindHeld && (rec.AcquisitionID != e.acq || !rec.held()):
 		e.why = fmt.Errorf("%w: its content (acquisition %s, state %q) does not match its name", errMalformed, rec.AcquisitionID, rec.State)
 		return false, nil
-	case e.kind == kindLock && !rec.held():
+	case e.kind == kindLock && rec.State == stateIntent:
 		e.why = fmt.Errorf("%w: the lock object holds an intent", errMalformed)
 		return false, nil
 	}
 	e.readable, e.rec = true, rec
 	return false, nil
+}
+
+// readLock reads the lock object of compare-and-swap mode (one GET): nil
+// when there is none. One that does not open is stat'ed for its version
+// and age, which a read that fails to open does not return.
+func (s scanner) readLock(ctx context.Context) (*entry, error) {
+	e := &entry{name: lockName, kind: kindLock}
+	gone, err := s.read(ctx, e)
+	if err != nil || gone {
+		return nil, err
+	}
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	if e.info.Version == "" {
+		info, err := s.st.Stat(rctx, lockName)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, nil
+		case err != nil:
+			return nil, fmt.Errorf("stat %s: %w", lockName, err)
+		}
+		e.info = info
+	}
+	now := e.info.Now
+	if now.IsZero() {
+		// A backend that reports no response time: one look at its clock.
+		if now, err = storeadmin.Now(rctx, s.st); err != nil {
+			return nil, err
+		}
+	}
+	e.setAge(now)
+	return e, nil
 }
 
 // unwrapStore keeps the reason of a store error for messages, without the

@@ -25,10 +25,11 @@ const (
 	ModeClaims Mode = "claims"
 )
 
-// Claim states, in Record.State.
+// Record states, in Record.State.
 const (
-	stateIntent = lockhook.StateIntent
-	stateHeld   = lockhook.StateHeld
+	stateIntent   = lockhook.StateIntent
+	stateHeld     = lockhook.StateHeld
+	stateReleased = lockhook.StateReleased
 )
 
 // Record is what a lock object (or a claim) holds: who holds the lock and
@@ -58,15 +59,30 @@ type Record struct {
 	AcquiredAt time.Time `json:"acquired_at"`
 	// Heartbeat is when the holder last refreshed the lock.
 	Heartbeat time.Time `json:"heartbeat"`
-	// Epoch is the fencing epoch: it grows by one at every acquisition
-	// whose fence opened, across releases, breaks and takeovers (epoch
-	// markers, docs/adr/0019). At least 1; zero only in an intent claim.
+	// Epoch is the fencing epoch: it grows at every acquisition whose
+	// fence opened, across releases, breaks and takeovers (by one, or to
+	// a new block's first epoch; docs/adr/0019, 0066). In a released
+	// record, the epoch the next acquisition counts on from. At least 1;
+	// zero only in an intent claim.
 	Epoch uint64 `json:"epoch"`
+	// Ceiling is the highest epoch of the block the lock object's epoch
+	// lies in, whose reservation marker exists (compare-and-swap mode,
+	// docs/adr/0066): the next acquisition counts on from Epoch while it
+	// stays at or below Ceiling, else it reserves the next block first.
+	// Zero in claims, and where it is unknown: the next acquisition then
+	// counts on from the markers.
+	Ceiling uint64 `json:"epoch_ceiling,omitempty"`
+	// Root marks a lock object written by an acquisition that found none
+	// (a new store, or one deleted out of band) and has not written it
+	// again since: its epoch was counted from the markers, and until its
+	// writer's second look confirms no later reservation, nobody counts on
+	// from it but from the markers (docs/adr/0066).
+	Root bool `json:"root,omitempty"`
 	// Mode is how the holder enforces the lock.
 	Mode Mode `json:"mode"`
 	// State is "held" for the lock object and confirmed claims, "intent"
-	// for a claim of an acquisition in progress. Empty in records written
-	// before claims existed, which means held.
+	// for a claim of an acquisition in progress, "released" for a lock
+	// object nobody holds (docs/adr/0066). Empty means held.
 	State string `json:"state,omitempty"`
 	// StaleAfter is the holder's stale window; others judge the lock
 	// stale only after the longer of their own window and this one.
@@ -86,8 +102,16 @@ var errMalformed = errors.New("not a lock record")
 func (r Record) encode() ([]byte, error) { return json.Marshal(r) }
 
 // held reports whether the record is a held lock (the lock object, a
-// confirmed claim) rather than an intent.
-func (r Record) held() bool { return r.State != stateIntent }
+// confirmed claim) rather than an intent or a released lock object.
+func (r Record) held() bool { return r.State == "" || r.State == stateHeld }
+
+// released reports whether the record is a released lock object.
+func (r Record) released() bool { return r.State == stateReleased }
+
+// counted reports whether the next epoch may be counted on from the
+// record: a readable lock object, not a root, whose ceiling covers its
+// epoch (docs/adr/0066).
+func (r Record) counted() bool { return !r.Root && r.Ceiling >= r.Epoch }
 
 // decodeRecord parses an opened lock object or claim: the one parser behind
 // Acquire, inspect, brk, the heartbeat and Release. Anything but a JSON
@@ -105,7 +129,7 @@ func decodeRecord(data []byte) (Record, error) {
 		return Record{}, fmt.Errorf("%w: instance_id or acquisition_id missing", errMalformed)
 	}
 	switch r.State {
-	case "", stateHeld:
+	case "", stateHeld, stateReleased:
 		if r.Epoch == 0 {
 			// Every held lock has an epoch of at least 1; counting on from
 			// 0 would repeat an epoch.

@@ -83,7 +83,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if r.InstanceID == "" || r.AcquisitionID == "" || (r.held() && r.Epoch == 0) || r.StaleAfter < 0 || r.HeartbeatInterval < 0 {
+		if r.InstanceID == "" || r.AcquisitionID == "" || (r.State != stateIntent && r.Epoch == 0) || r.StaleAfter < 0 || r.HeartbeatInterval < 0 {
 			t.Fatalf("decodeRecord(%q) accepted a record the lock cannot act on: %+v", data, r)
 		}
 		// What was accepted survives the lock writing it back (a heartbeat

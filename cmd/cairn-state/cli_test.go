@@ -139,8 +139,8 @@ func TestObjects_PutGetLsRm_RoundTripThroughTheStore(t *testing.T) {
 			t.Errorf("put --json = %+v", put)
 		}
 		// The lock was released after the write.
-		if _, _, err := tg.raw.Get(t.Context(), tg.key(".lock")); !errors.Is(err, backend.ErrNotFound) {
-			t.Errorf("lock object after put: %v, want not found", err)
+		if st := decode[lockStatusDoc](t, tg.cli(t, nil, "lock", "status", "--json", "--identity", id).must(t, exitOK)); st.Present {
+			t.Errorf("lock held after put: %+v", st)
 		}
 
 		// get returns exactly what was put, and the store agrees.

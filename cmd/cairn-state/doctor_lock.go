@@ -50,7 +50,7 @@ func (d *doctor) checkLock(ctx context.Context) {
 	if s.Present {
 		f.HeartbeatAgeSeconds, f.StaleInSeconds = seconds(s.HeartbeatAge), seconds(s.StaleIn)
 	}
-	if s.Readable {
+	if s.Present && s.Readable {
 		h := holderOf(s.Record)
 		f.Holder = &h
 	}

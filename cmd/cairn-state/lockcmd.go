@@ -28,9 +28,13 @@ type lockStatusDoc struct {
 	Version             string   `json:"version,omitempty"`
 	// Unreadable says why a present lock could not be read.
 	Unreadable string `json:"unreadable,omitempty"`
-	// Epoch is the highest epoch marker: the next acquisition counts on
-	// from it.
+	// Epoch is what the next acquisition counts on from: it takes a
+	// higher one (lockadmin.Status.Epoch).
 	Epoch uint64 `json:"epoch"`
+	// ReleasedBy is who released the lock object that nobody holds now
+	// (compare-and-swap mode keeps it: docs/adr/0066); "(lock break)"
+	// after a break.
+	ReleasedBy *holderDoc `json:"released_by,omitempty"`
 	// Contenders are the other claims in sight (claims mode): acquisitions
 	// in progress, held claims no live process trusts, objects the lock
 	// did not write.
@@ -79,7 +83,11 @@ func runLockStatus(ctx context.Context, a *app, args []string) error {
 		}
 		if s.Readable {
 			h := holderOf(s.Record)
-			doc.Holder = &h
+			if s.Present {
+				doc.Holder = &h
+			} else {
+				doc.ReleasedBy = &h
+			}
 		}
 		for _, c := range s.Contenders {
 			cd := contenderDoc{Object: c.Object, State: c.State, Unreadable: c.Unreadable, AgeSeconds: seconds(c.Age), Live: c.Live}

@@ -61,22 +61,27 @@ func Inspect(ctx context.Context, st *store.Store, o InspectOptions) (Status, er
 	return ops.Inspect(ctx, st, o)
 }
 
-// Break removes the lock of st for an operator (`cairn-state lock break`):
+// Break breaks the lock of st for an operator (`cairn-state lock break`):
 // a lock that a boot would take over (stale, or held by a dead process of
 // this host), readable or not, always; a live readable one only with
 // o.Force and o.Holder equal to the holder's instance id; a live
 // unreadable one (sealed to keys not configured here, so it may belong to a
 // running instance) only with o.Force and no o.Holder. Otherwise it fails
 // with a *lock.HeldError and leaves the lock alone. It returns the record
-// it removed (zero for an unreadable one), and fails with an error wrapping
-// backend.ErrNotFound when no instance holds the lock.
+// it broke (zero for an unreadable one), and fails with an error wrapping
+// backend.ErrNotFound when no instance holds the lock (a released lock
+// object included).
 //
-// Break first writes an epoch marker above the holder's, so that the
-// holder learns at its next heartbeat that it lost the lock and the next
-// acquisition counts on from there; then it deletes the holder's object (in
-// compare-and-swap mode conditionally on the version it judged: a lock that
-// changed hands meanwhile is left alone, the error wrapping
-// backend.ErrPreconditionFailed).
+// In compare-and-swap mode Break writes a released record in place of the
+// holder's, conditionally on the version it judged (a lock that changed
+// hands meanwhile is left alone, the error wrapping
+// backend.ErrPreconditionFailed): the holder's next heartbeat fails its
+// condition and learns it lost the lock, and the next acquisition takes
+// the record at once and counts on from its epoch (docs/adr/0066). In
+// claims mode Break first writes an epoch marker above the holder's, so
+// that the holder learns at its next heartbeat that it lost the lock and
+// the next acquisition counts on from there, then deletes the holder's
+// claims.
 func Break(ctx context.Context, st *store.Store, o BreakOptions) (lock.Record, error) {
 	return ops.Break(ctx, st, o)
 }

@@ -15,10 +15,13 @@ import (
 // Status is what Inspect found: the lock as an operator sees it, judged by
 // the rules Acquire applies. R is lock.Record and M lock.Mode.
 type Status[R, M any] struct {
-	// Present reports that a holder's object exists: the lock object or a
-	// held claim.
+	// Present reports that the lock is held: a held lock object, or a
+	// held claim. A released lock object (compare-and-swap mode keeps it,
+	// docs/adr/0066) is not: Present is false, and Object, Mode,
+	// Readable, Record and Version describe it.
 	Present bool
-	// Object is the state name of the holder's object.
+	// Object is the state name of the holder's object (or of the released
+	// lock object).
 	Object string
 	// Mode is the protocol the holder's object belongs to.
 	Mode M
@@ -50,8 +53,11 @@ type Status[R, M any] struct {
 	// Unreadable says why the object could not be read, when Present and
 	// not Readable.
 	Unreadable string
-	// Epoch is the highest epoch marker on the store (what the next
-	// acquisition counts on from).
+	// Epoch is what the next acquisition counts on from (it takes a
+	// higher one): in compare-and-swap mode the lock object's epoch, or
+	// the highest epoch marker when the lock object is missing, cannot be
+	// read or was created and not yet confirmed; in claims mode the
+	// highest epoch marker.
 	Epoch uint64
 	// Contenders are the other claims in sight: acquisitions in progress,
 	// other held claims (a confirm that landed after its sender gave up,
@@ -66,6 +72,11 @@ const (
 	StateIntent = "intent"
 	// StateHeld marks the lock object or a confirmed claim.
 	StateHeld = "held"
+	// StateReleased marks a lock object that nobody holds: its holder
+	// released it, or an operator broke it (compare-and-swap mode, where
+	// the lock object is never deleted; docs/adr/0066). The next
+	// acquisition takes it at once, with the next epoch.
+	StateReleased = "released"
 )
 
 // Contender is one claim other than the holder's.

@@ -13,7 +13,6 @@ import (
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/lock"
-	"github.com/cairnhq/state/store"
 )
 
 // intentWindow is the intent window the suite's options give (the lock's
@@ -35,15 +34,13 @@ func testZombieIntent(t *testing.T, e *env) {
 	if took < e.intentWindow()-e.slack() || took > e.intentWindow()+e.missed()+e.slack() {
 		t.Fatalf("a zombie intent blocked the acquisition for %s; want about the intent window (%s), not the stale window", took, e.intentWindow())
 	}
-	eventually(t, 2*e.heartbeat()+e.slack(), "the dead intent is cleaned up", func() bool {
-		for _, n := range e.names(st) {
-			if n == intentClaim(z.AcquisitionID) {
-				return false
-			}
+	// The release deletes what the acquisition found dead (docs/adr/0067).
+	e.release(l)
+	for _, n := range e.names(st) {
+		if n == intentClaim(z.AcquisitionID) {
+			t.Fatalf("the dead intent is still there after the release: %q", e.names(st))
 		}
-		return true
-	})
-	_ = l
+	}
 }
 
 // A confirm whose answer comes after the attempt's deadline is not trusted,
@@ -113,13 +110,14 @@ func testForeignClaimNames(t *testing.T, e *env) {
 	})
 }
 
-// A listing that fails is an error, never "no other claim": nothing is
-// acquired and nothing is left behind.
+// A listing (or, in compare-and-swap mode, a read of the lock object)
+// that fails is an error, never "no other claim": nothing is acquired and
+// nothing is left behind.
 func testListingError(t *testing.T, e *env) {
 	st := e.store(e.f)
 	a := e.acquire(e.store(nil), e.opts("pod-a"))
 	e.f.SetHook(func(ctx context.Context, c fault.Call) error {
-		if c.Op == fault.OpList {
+		if c.Op == fault.OpList || c.Op == fault.OpGet {
 			return fault.ErrInjected
 		}
 		return nil
@@ -134,42 +132,6 @@ func testListingError(t *testing.T, e *env) {
 	if s := e.status(e.store(nil)); s.Record.AcquisitionID != a.Record().AcquisitionID || len(s.Contenders) != 0 {
 		t.Fatalf("after failed listings: %+v", s)
 	}
-}
-
-// Two instances on one store configured into different modes (one forced to
-// claims on a compare-and-swap backend) still exclude each other.
-func testMixedModes(t *testing.T, e *env) {
-	if !e.cas {
-		t.Skip("needs a backend with conditional writes, to run both modes on it")
-	}
-	claims, cas := e.opts("pod-claims"), e.opts("pod-cas")
-	claims.Mode, cas.Mode = lock.ModeClaims, lock.ModeCAS
-	st := e.store(nil)
-	a := e.acquire(st, claims)
-	_, err := lock.Acquire(e.ctx(), st, cas)
-	wantHeld(t, err, "pod-claims")
-	e.release(a)
-	b := e.acquire(st, cas)
-	_, err = lock.Acquire(e.ctx(), st, claims)
-	wantHeld(t, err, "pod-cas")
-	if b.Record().Epoch <= a.Record().Epoch {
-		t.Fatalf("epochs %d then %d across modes", a.Record().Epoch, b.Record().Epoch)
-	}
-	e.release(b)
-	// Racing, alternately in each mode: never two holders.
-	for trial := range 5 {
-		st := e.storeRoot(nil, "race-"+string(rune('a'+trial)))
-		held := raceOnce(t, e, st, func(i int) lock.Options {
-			if i%2 == 0 {
-				return claims
-			}
-			return cas
-		})
-		if held > 1 {
-			t.Fatalf("trial %d: %d fences open at one moment across modes", trial, held)
-		}
-	}
-	_ = store.ErrNotFound
 }
 
 // A holder that crashed right after confirming leaves its intent behind;

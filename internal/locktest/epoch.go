@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -97,7 +99,69 @@ func testEpochUnreadableTakeover(t *testing.T, e *env) {
 	o := e.opts("pod-b")
 	o.WaitForStale = true // watched for the stale window: it does not open here
 	l := e.acquire(st, o)
+	if e.mode == lock.ModeCAS {
+		// Counted on from the markers: the next block's first epoch
+		// (docs/adr/0066).
+		if l.Record().Epoch <= 4 {
+			t.Fatalf("epoch %d after taking over another key's lock at epoch 4", l.Record().Epoch)
+		}
+		return
+	}
 	wantEpoch(t, l, 5, "after taking over another key's lock at epoch 4")
+}
+
+// An out-of-band delete of a released lock object (nobody holds it) does
+// not bring an epoch back: the next acquisition counts on from the
+// markers, past the block the lost record was in.
+func testEpochOutOfBandDeleteReleased(t *testing.T, e *env) {
+	st := e.store(nil)
+	a := e.acquire(st, e.opts("pod-a"))
+	e.release(a)
+	b := e.acquire(st, e.opts("pod-b"))
+	e.release(b)
+	if err := storeadmin.Internal(st).Delete(e.ctx(), storemeta.LockName, store.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.acquire(st, e.opts("pod-c"))
+	if c.Record().Epoch <= b.Record().Epoch {
+		t.Fatalf("epoch %d after an out-of-band delete of a lock released at %d", c.Record().Epoch, b.Record().Epoch)
+	}
+	e.release(c)
+	if d := e.acquire(st, e.opts("pod-d")); d.Record().Epoch != c.Record().Epoch+1 {
+		t.Fatalf("epoch %d after %d", d.Record().Epoch, c.Record().Epoch)
+	}
+}
+
+// An acquisition past its block's ceiling reserves the next block (its
+// marker created, the old one deleted); one whose next block another
+// acquisition owns reserves above the highest marker (docs/adr/0066).
+func testEpochAcrossBlocks(t *testing.T, e *env) {
+	e.part(t, "NextBlock", func(t *testing.T, e *env) {
+		st := e.storeRoot(nil, "next")
+		rec := e.foreign("pod-x")
+		rec.State, rec.Epoch, rec.Ceiling = lockhook.StateReleased, firstBlock, firstBlock
+		e.put(st, marker(firstBlock), []byte(`{}`))
+		e.putRecord(st, storemeta.LockName, rec)
+		l := e.acquire(st, e.opts("pod-a"))
+		wantEpoch(t, l, firstBlock+1, "past the first block")
+		if l.Record().Ceiling != 2*firstBlock {
+			t.Fatalf("ceiling %d, want %d", l.Record().Ceiling, 2*firstBlock)
+		}
+		eventually(t, e.stale(), "the old block's marker is deleted", func() bool {
+			got := e.names(st)
+			return len(got) == 2 && got[1] == marker(2*firstBlock)
+		})
+	})
+	e.part(t, "NextBlockTaken", func(t *testing.T, e *env) {
+		st := e.storeRoot(nil, "taken")
+		rec := e.foreign("pod-x")
+		rec.State, rec.Epoch, rec.Ceiling = lockhook.StateReleased, firstBlock, firstBlock
+		e.put(st, marker(firstBlock), []byte(`{}`))
+		e.put(st, marker(2*firstBlock), []byte(`{}`)) // another's reservation
+		e.putRecord(st, storemeta.LockName, rec)
+		l := e.acquire(st, e.opts("pod-a"))
+		wantEpoch(t, l, 2*firstBlock+1, "past a block another acquisition reserved")
+	})
 }
 
 func testEpochOverflow(t *testing.T, e *env) {

@@ -252,10 +252,11 @@ func testBreakForwardStep(t *testing.T, e *env) {
 	never(t, e.heartbeat()+e.slack(), "the live holder was broken", func() bool { return isLost(a) })
 }
 
-// Finding 6 (compare-and-swap mode): a heartbeat whose PUT outlives the
-// lease decides "suspended" at its answer, so it checks the markers before
-// the fence reopens: a marker above its epoch (someone held the lock while
-// it was suspended) ends it, whatever the fence was when the PUT was sent.
+// Compare-and-swap mode: a heartbeat whose PUT outlives the lease reopens
+// the fence only if its conditional write lands on our version: a takeover
+// while it was in flight (the lock object written by another) ends it,
+// whatever the fence was when the PUT was sent (docs/adr/0066; finding 6
+// of ADR 0027 is the claims heartbeat's now).
 func testHeartbeatOutlivesLease(t *testing.T, e *env) {
 	var armed sync.Once
 	sent := make(chan struct{})
@@ -284,7 +285,9 @@ func testHeartbeatOutlivesLease(t *testing.T, e *env) {
 		t.Fatal("no heartbeat was sent")
 	}
 	// While the heartbeat is in flight past the lease's end, another
-	// tenure leaves its marker.
-	e.put(e.store(nil), marker(a.Record().Epoch+1), []byte(`{"epoch":2}`))
-	eventually(t, 2*e.heartbeat()+e.slack(), "the holder learns someone held the lock while it was suspended", func() bool { return isLost(a) })
+	// instance takes the lock over.
+	succ := e.foreign("pod-b")
+	succ.Epoch, succ.Ceiling = a.Record().Epoch+1, a.Record().Ceiling
+	e.putRecord(e.store(nil), storemeta.LockName, succ)
+	eventually(t, 2*e.heartbeat()+e.slack(), "the holder learns someone took the lock while it was suspended", func() bool { return isLost(a) })
 }

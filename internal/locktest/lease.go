@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -27,12 +30,7 @@ func testRelease(t *testing.T, e *env) {
 	if err := l.Release(e.ctx()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if s := e.status(st); s.Present || len(s.Contenders) != 0 {
-		t.Fatalf("lock still present after release: %+v", s)
-	}
-	if got := e.names(st); len(got) != 1 || got[0] != marker(1) {
-		t.Fatalf("after release the lock's objects are %q, want only the epoch marker", got)
-	}
+	e.wantReleased(st, l.Record())
 	if !errors.Is(l.Err(), lock.ErrReleased) {
 		t.Fatalf("Err after release = %v", l.Err())
 	}
@@ -118,8 +116,10 @@ func testLossDetected(t *testing.T, e *env) {
 }
 
 // A release that races a takeover (between two heartbeats, before the
-// loser's heartbeat noticed) reports ErrLost and leaves the new holder's
-// lock alone.
+// loser's heartbeat noticed) leaves the new holder's lock alone: in
+// compare-and-swap mode its conditional write fails and it reports
+// ErrLost; in claims mode it does not look (docs/adr/0067) and deletes
+// only what was its own.
 func testReleaseRacingTakeover(t *testing.T, e *env) {
 	st := e.store(nil)
 	o := e.opts("pod-a")
@@ -127,8 +127,11 @@ func testReleaseRacingTakeover(t *testing.T, e *env) {
 	a := e.acquire(st, o)
 	b := e.takeOver(st, a)
 	err := a.Release(e.ctx())
-	if !errors.Is(err, lock.ErrLost) {
+	if e.mode == lock.ModeCAS && !errors.Is(err, lock.ErrLost) {
 		t.Fatalf("Release racing a takeover = %v, want ErrLost", err)
+	}
+	if e.mode == lock.ModeClaims && err != nil {
+		t.Fatalf("Release racing a takeover = %v, want nil: a claims release does not look", err)
 	}
 	if s := e.status(st); !s.Present || s.Record.AcquisitionID != b.Record().AcquisitionID {
 		t.Fatalf("the new holder's lock was touched: %+v", s)
@@ -288,14 +291,15 @@ func testHungHeartbeat(t *testing.T, e *env) {
 	eventually(t, e.heartbeat()+e.slack(), "the fence is open after the retry", func() bool { return a.Err() == nil })
 }
 
-// A create that landed but whose answer was a 412 (an SDK retry of a
-// request that had succeeded) still acquires.
+// A lock write that landed but whose answer was a 412 (an SDK retry of a
+// request that had succeeded) still acquires, at the epoch it wrote.
 func testLostCreateAck(t *testing.T, e *env) {
 	st := e.store(e.f)
-	e.f.LosePutAcks(1)
+	e.release(e.acquire(st, e.opts("pod-a")))
+	e.f.LosePutAcks(1) // the next conditional PUT: the lock object's
 	l := e.acquire(st, e.opts("pod-a"))
-	if l.Record().Epoch != 1 {
-		t.Fatalf("epoch %d, want 1", l.Record().Epoch)
+	if l.Record().Epoch != 2 {
+		t.Fatalf("epoch %d, want 2", l.Record().Epoch)
 	}
 }
 
@@ -357,9 +361,7 @@ func testReleaseDuringHeartbeat(t *testing.T, e *env) {
 		t.Fatalf("Release during a heartbeat: %v", err)
 	}
 	sl.wg.Wait() // every write the server was still carrying out has landed
-	if got := e.names(st); len(got) != 1 || !strings.HasPrefix(got[0], ".lock.d/epoch-") {
-		t.Fatalf("after the release the lock's objects are %q, want only the epoch marker", got)
-	}
+	e.wantReleased(st, a.Record())
 	e.acquire(st, e.opts("pod-b"))
 }
 
@@ -552,5 +554,82 @@ func testSuspendedReadFails(t *testing.T, e *env) {
 	}
 	if len(v.vanished()) == 0 {
 		t.Fatal("test bug: the heartbeat never read the intent")
+	}
+}
+
+// wantReleased checks what a release of rec left: nobody holds the lock;
+// in compare-and-swap mode the lock object, a released record of ours,
+// and its block's marker (docs/adr/0066); in claims mode the epoch marker
+// alone (docs/adr/0067).
+func (e *env) wantReleased(st *store.Store, rec lock.Record) {
+	e.t.Helper()
+	s := e.status(st)
+	if s.Present || len(s.Contenders) != 0 {
+		e.t.Fatalf("lock still held after release: %+v", s)
+	}
+	got := e.names(st)
+	if e.mode == lock.ModeClaims {
+		if len(got) != 1 || got[0] != marker(rec.Epoch) {
+			e.t.Fatalf("after release the lock's objects are %q, want only the epoch marker", got)
+		}
+		return
+	}
+	if len(got) != 2 || got[0] != storemeta.LockName || !strings.HasPrefix(got[1], ".lock.d/epoch-") {
+		e.t.Fatalf("after release the lock's objects are %q, want the lock object and its block's marker", got)
+	}
+	if !s.Readable || s.Record.State != lockhook.StateReleased || s.Record.AcquisitionID != rec.AcquisitionID || s.Record.Epoch != rec.Epoch || s.Epoch != rec.Epoch {
+		e.t.Fatalf("after release the lock object is %+v, want our released record at epoch %d", s, rec.Epoch)
+	}
+}
+
+// A released lock object is taken at once by the next acquisition, with
+// the next epoch, in two requests: a GET and a conditional PUT
+// (docs/adr/0066). Its release is one conditional PUT.
+func testReleasedRecordTaken(t *testing.T, e *env) {
+	st := e.store(e.f)
+	a := e.acquire(st, e.opts("pod-a"))
+	e.release(a)
+	e.f.ResetCounts()
+	start := time.Now()
+	b := e.acquire(st, e.opts("pod-b"))
+	took, got := time.Since(start), e.f.Counts()
+	if b.Record().Epoch != a.Record().Epoch+1 {
+		t.Fatalf("epoch %d after a release at %d", b.Record().Epoch, a.Record().Epoch)
+	}
+	if got != (fault.Counts{Get: 1, Put: 1}) {
+		t.Fatalf("taking a released lock: %s, want one GET and one PUT", got)
+	}
+	if took >= e.heartbeat() {
+		t.Fatalf("taking a released lock took %s: not at once", took)
+	}
+	e.f.ResetCounts()
+	if err := b.Release(e.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.f.Counts(); got != (fault.Counts{Put: 1}) {
+		t.Fatalf("release: %s, want one PUT", got)
+	}
+	e.wantReleased(e.store(nil), b.Record())
+}
+
+// A claims release leaves nothing of its own behind — its held claim, its
+// intent, the markers below its epoch — in one request, without a look
+// (docs/adr/0067).
+func testClaimsReleaseOneRequest(t *testing.T, e *env) {
+	st := e.store(e.f)
+	e.release(e.acquire(st, e.opts("pod-a")))
+	b := e.acquire(st, e.opts("pod-b"))
+	if got, want := e.names(st), []string{intentClaim(b.Record().AcquisitionID), heldClaim(b.Record().AcquisitionID)}; !slices.Contains(got, want[0]) || !slices.Contains(got, want[1]) {
+		t.Fatalf("while held the lock's objects are %q, want %q among them (the intent kept until the release)", got, want)
+	}
+	e.f.ResetCounts()
+	if err := b.Release(e.ctx()); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.f.Counts(); got != (fault.Counts{DeleteMany: 1}) {
+		t.Fatalf("release: %s, want one multi-object delete and nothing else", got)
+	}
+	if got := e.names(st); len(got) != 1 || got[0] != marker(b.Record().Epoch) {
+		t.Fatalf("after the release the lock's objects are %q, want only the marker of epoch %d", got, b.Record().Epoch)
 	}
 }

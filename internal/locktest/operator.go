@@ -9,6 +9,7 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/lock"
 )
 
@@ -100,6 +101,16 @@ func testBreak(t *testing.T, e *env) {
 		r, err := lockadmin.Break(e.ctx(), st, lockadmin.BreakOptions{Force: true, Holder: "pod-a", StaleAfter: e.stale()})
 		if err != nil || r.AcquisitionID != a.Record().AcquisitionID {
 			t.Fatalf("forced break = %+v, %v", r, err)
+		}
+		if e.mode == lock.ModeCAS {
+			// A released record in the holder's place, at its epoch
+			// (docs/adr/0066).
+			if s := e.status(st); s.Present || !s.Readable || s.Record.State != lockhook.StateReleased || s.Record.AcquisitionID == r.AcquisitionID || s.Epoch != r.Epoch {
+				t.Fatalf("after a forced break the lock object is %+v, want a released record at epoch %d", s, r.Epoch)
+			}
+			if _, err := lockadmin.Break(e.ctx(), st, lockadmin.BreakOptions{Force: true, StaleAfter: e.stale()}); !errors.Is(err, backend.ErrNotFound) {
+				t.Fatalf("Break of a released lock = %v, want ErrNotFound", err)
+			}
 		}
 		eventually(t, 2*oa.HeartbeatInterval+e.slack(), "the broken holder learns it", func() bool { return isLost(a) })
 		// A heartbeat of a's in flight at the break can write its claim

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -47,7 +49,7 @@ func testFreshAcquire(t *testing.T, e *env) {
 		t.Fatalf("mode %s err %v", l.Mode(), l.Err())
 	}
 	s := e.status(st)
-	if !s.Present || !s.Readable || s.Stale || s.Liveness != lockadmin.Live || s.Record.AcquisitionID != r.AcquisitionID || s.Epoch != 1 || s.Mode != e.mode {
+	if !s.Present || !s.Readable || s.Stale || s.Liveness != lockadmin.Live || s.Record.AcquisitionID != r.AcquisitionID || s.Record.Epoch != 1 || s.Mode != e.mode {
 		t.Fatalf("status = %+v", s)
 	}
 	if s.Object != e.holderObject(r) {
@@ -61,13 +63,20 @@ func testFreshAcquire(t *testing.T, e *env) {
 	if raw := readRaw(t, e.b, key); strings.Contains(string(raw), "pod-a") || strings.Contains(string(raw), r.AcquisitionID) {
 		t.Fatalf("the raw lock object shows its record in clear: %q", raw)
 	}
-	// The epoch marker, and nothing else left of the acquisition once its
-	// clean-up ran.
-	want := []string{e.holderObject(r), marker(1)}
-	eventually(t, e.stale(), fmt.Sprintf("the lock's objects are %q", want), func() bool {
-		got := e.names(st)
-		return len(got) == 2 && ((got[0] == want[0] && got[1] == want[1]) || (got[0] == want[1] && got[1] == want[0]))
-	})
+	// The holder's object and one epoch marker: in compare-and-swap mode
+	// the reservation of the first block (docs/adr/0066); in claims mode
+	// the acquisition's, with its intent, kept until the release
+	// (docs/adr/0067).
+	got := e.names(st)
+	var want []string
+	if e.mode == lock.ModeCAS {
+		want = []string{storemeta.LockName, marker(firstBlock)}
+	} else {
+		want = []string{intentClaim(r.AcquisitionID), heldClaim(r.AcquisitionID), marker(1)}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the lock's objects are %q, want %q", got, want)
+	}
 }
 
 func testLiveForeign(t *testing.T, e *env) {
