@@ -101,3 +101,38 @@ func BenchmarkOpen_Requests(b *testing.B) {
 	b.ReportMetric(float64(deletes)/n, "deletes/op")
 	b.ReportMetric(float64(lists)/n, "lists/op")
 }
+
+// TestOpen_ExistingStore_Requests pins the backend requests of state.Open
+// on a store that has booted before (issue #24; it was 5): the manifest's
+// GET, and the lock's GET and conditional PUT of the lock object kept
+// released between holders (docs/adr/0066).
+func TestOpen_ExistingStore_Requests(t *testing.T) {
+	ctx := t.Context()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := fs.New(filepath.Join(t.TempDir(), "state"), fs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := &countingBackend{Backend: raw}
+	cfg := state.Config{Backend: cb, Identities: []age.Identity{id}, InstanceID: "count", Logger: quiet()}
+	first, err := state.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g, p, d, l, n := cb.gets.Load(), cb.puts.Load(), cb.deletes.Load(), cb.lists.Load(), cb.nows.Load()
+	inst, err := state.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(ctx)
+	got := [5]int64{cb.gets.Load() - g, cb.puts.Load() - p, cb.deletes.Load() - d, cb.lists.Load() - l, cb.nows.Load() - n}
+	if want := [5]int64{2, 1, 0, 0, 0}; got != want {
+		t.Fatalf("state.Open on an existing store: gets, puts, deletes, lists, nows = %v, want %v", got, want)
+	}
+}
