@@ -156,7 +156,8 @@
  * -DDELETE_INTENT_AT_ONCE is ADR 0020's protocol (the intent deleted once
  * the marker landed); it verifies too. -DRELEASE_KEEPS_DEAD leaves the
  * dead intents the acquisition listed behind at the release (as one that
- * did not get to delete them), which the three-process run uses to fit.
+ * did not get to delete them), and -DRELEASE_ATOMIC deletes the held claim
+ * and the intent in one step: the three-process run uses both to fit.
  */
 
 #ifndef NPROC
@@ -833,10 +834,14 @@ cleanup:
 			close_fence();
 			if
 			:: send(R_DELH, a); ans = 0; x = 1
+#ifndef RELEASE_ATOMIC
 			:: send(R_DELI, a); ans = 0; x = 2
 			fi
 		}
 		atomic {
+#else
+			fi;
+#endif
 			if
 			:: x == 1 -> send(R_DELI, a)
 			:: else -> send(R_DELH, a)

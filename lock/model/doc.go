@@ -217,7 +217,7 @@
 //	Claims/TwoProcessesFaultsOtherID   2         A B    1        2          2        1.9 M
 //	Claims/TwoProcessesRetries         2         A A    2        1          0       15.7 M
 //	Claims/TwoProcessesRetriesOtherID  2         A B    2        1          0        5.5 M
-//	Claims/ThreeProcesses              3         A A B  1        1          0       32.3 M
+//	Claims/ThreeProcesses              3         A A B  1        1          0       25.0 M
 //
 // and in explicit time (time.pml; ticks to TMAX, clock steps):
 //
@@ -232,9 +232,11 @@
 //
 // (attempts per process, heartbeats per hold, faults in all; the +2 are
 // out-of-band deletes of a released or stale lock object; BLK is 2, so
-// that runs cross block ends; Claims/ThreeProcesses leaves the dead
-// intents of its listing behind at the release, -DRELEASE_KEEPS_DEAD, to
-// fit in 2 GB: with them, more than 41 M states; Claims/TwoProcesses
+// that runs cross block ends; Claims/ThreeProcesses releases in one step
+// and leaves the dead intents of its listing behind, -DRELEASE_ATOMIC
+// -DRELEASE_KEEPS_DEAD, to fit: with the deletes of the release in either
+// order 32 M states and a minute, with the dead intents deleted too more
+// than the 2 GB bound at 41 M; Claims/TwoProcesses
 // Faults/GoneIntentLost is the first claims run with the other fix of
 // GONE_INTENT_SKIPPED.) Why they suffice
 // for what they cover: every known-bad variant fails at the smallest of
