@@ -62,7 +62,7 @@ const (
 	OpList   Op = "list"
 	OpNow    Op = "now"
 	OpCopy   Op = "copy" // backend.Copier's Copy
-	// OpDeleteMany is backend.MultiDeleter's DeleteMany: one call, however
+	// OpDeleteMany is driver.MultiDeleter's DeleteMany: one call, however
 	// many keys.
 	OpDeleteMany Op = "delete-many"
 )
