@@ -473,44 +473,61 @@ func (l *Lock) beat() error {
 // the lock object since our last write, which nothing but an operator
 // deletes (docs/adr/0066): it confirms, and reopens a suspended fence.
 func (l *Lock) beatCAS(ctx context.Context, sent time.Time, rec Record, data []byte, version string) error {
-	for adopted := false; ; adopted = true {
-		info, err := l.put(ctx, lockName, data, store.PutOptions{IfVersion: version})
-		if err == nil {
-			l.confirm(sent, rec, info.Version)
-			return nil
-		}
-		if !errors.Is(err, backend.ErrPreconditionFailed) || adopted {
-			return err
-		}
-		// Another writer replaced the object, or a write of ours landed and
-		// a retry reported the conflict: the acquisition id tells.
-		cur, rerr := l.scan.readLock(ctx)
-		if rerr != nil {
-			return fmt.Errorf("%w (after %w)", rerr, err)
-		}
+	info, written, err := l.writeOnVersion(ctx, data, version, func(cur *entry) (string, error) {
 		switch {
 		case cur == nil:
 			l.lose(&LostError{cause: lossBroken, Reason: "the lock object was removed (out of band?); stopped writing"})
-			return nil
+			return "", nil
 		case !cur.readable:
 			l.lose(&LostError{Reason: fmt.Sprintf("the lock object was replaced by one this instance cannot read (%v); stopped writing", cur.why)})
-			return nil
+			return "", nil
 		case cur.rec.released() && cur.rec.AcquisitionID != rec.AcquisitionID:
 			l.lose(&LostError{cause: lossBroken, Reason: "the lock was released by someone else (a lock break?); stopped writing"})
-			return nil
+			return "", nil
 		case cur.rec.AcquisitionID != rec.AcquisitionID || !cur.rec.held():
 			other := cur.rec
 			l.lose(&LostError{Holder: &other, Reason: "another instance took the lock over; stopped writing"})
-			return nil
+			return "", nil
 		}
 		// Ours, at a version we did not write last: a write of ours that
 		// landed, its answer lost. Adopt its version and write again on
 		// it; that write confirms (lock/model rule 1: an older write of
 		// ours could otherwise confirm a lease from a later send).
-		version = cur.info.Version
 		l.mu.Lock()
-		l.version = version
+		l.version = cur.info.Version
 		l.mu.Unlock()
+		return cur.info.Version, nil
+	})
+	if written {
+		l.confirm(sent, rec, info.Version)
+	}
+	return err
+}
+
+// writeOnVersion writes data to the lock object if it still has version.
+// A write the storage refuses (another version, or none) reads the lock
+// object as it is now and asks judge: it handles what it finds and
+// returns "", or returns the version to write on again (once: a write of
+// ours that landed unseen), or an error to return. written reports that
+// data was written.
+func (l *Lock) writeOnVersion(ctx context.Context, data []byte, version string, judge func(cur *entry) (again string, err error)) (info store.Info, written bool, err error) {
+	for adopted := false; ; adopted = true {
+		info, err := l.put(ctx, lockName, data, store.PutOptions{IfVersion: version})
+		if err == nil {
+			return info, true, nil
+		}
+		if !errors.Is(err, backend.ErrPreconditionFailed) && !errors.Is(err, backend.ErrNotFound) || adopted {
+			return store.Info{}, false, err
+		}
+		// Another writer replaced the object, or a write of ours landed and
+		// a retry reported the conflict: the acquisition id tells.
+		cur, rerr := l.scan.readLock(ctx)
+		if rerr != nil {
+			return store.Info{}, false, fmt.Errorf("%w (after %w)", rerr, err)
+		}
+		if version, err = judge(cur); err != nil || version == "" {
+			return store.Info{}, false, err
+		}
 	}
 }
 
@@ -868,39 +885,26 @@ func (l *Lock) Release(ctx context.Context) error {
 // a lock object gone or broken (nobody holds it: logged).
 func (l *Lock) releaseCAS(ctx context.Context) error {
 	rec := l.Record()
-	version := l.version
 	rec.State, rec.Root = stateReleased, false
 	rec.Heartbeat = time.Now().UTC()
 	data, err := rec.encode()
 	if err != nil {
 		return err
 	}
-	for adopted := false; ; adopted = true {
-		_, err := l.put(ctx, lockName, data, store.PutOptions{IfVersion: version})
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, backend.ErrPreconditionFailed) && !errors.Is(err, backend.ErrNotFound) || adopted {
-			return err
-		}
-		cur, rerr := l.scan.readLock(ctx)
-		if rerr != nil {
-			return fmt.Errorf("%w (after %w)", rerr, err)
-		}
+	_, _, err = l.writeOnVersion(ctx, data, l.version, func(cur *entry) (string, error) {
 		switch {
 		case cur == nil:
 			l.log.Warn("state lock already gone at release (deleted out of band?)", "epoch", rec.Epoch)
-			return nil
+			return "", nil
 		case cur.readable && cur.rec.AcquisitionID == rec.AcquisitionID && cur.rec.released():
-			return nil // ours, landed: its answer was lost
+			return "", nil // ours, landed: its answer was lost
 		case cur.readable && cur.rec.released():
 			l.log.Warn("state lock broken before release; nobody holds it now", "epoch", rec.Epoch)
-			return nil
+			return "", nil
 		case cur.readable && cur.rec.AcquisitionID == rec.AcquisitionID:
 			// Ours, at a version we did not see: a heartbeat that landed
 			// while Release cut off its answer.
-			version = cur.info.Version
-			continue
+			return cur.info.Version, nil
 		}
 		le := &LostError{Reason: "found another lock at release; left it in place"}
 		if cur.readable {
@@ -908,8 +912,9 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 			le.Holder = &h
 		}
 		l.log.Warn("state lock not ours at release; left in place", "err", le)
-		return fmt.Errorf("nothing written: %w", le)
-	}
+		return "", fmt.Errorf("nothing written: %w", le)
+	})
+	return err
 }
 
 // releaseClaims deletes our held claim, our intent and what the
