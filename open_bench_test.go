@@ -58,23 +58,7 @@ func (c *countingBackend) total() int64 {
 //	go test -run '^$' -bench 'Open_Requests' -count 10 .
 func BenchmarkOpen_Requests(b *testing.B) {
 	ctx := context.Background()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw, err := fs.New(filepath.Join(b.TempDir(), "state"), fs.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cb := &countingBackend{Backend: raw}
-	cfg := state.Config{Backend: cb, Identities: []age.Identity{id}, InstanceID: "bench", Logger: quiet()}
-	first, err := state.Open(ctx, cfg) // the store exists before the measured boots
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := first.Close(ctx); err != nil {
-		b.Fatal(err)
-	}
+	cb, cfg := bootedStore(b)
 	var gets, puts, deletes, lists, total int64
 	b.ReportAllocs()
 	for b.Loop() {
@@ -108,23 +92,7 @@ func BenchmarkOpen_Requests(b *testing.B) {
 // released between holders (docs/adr/0066).
 func TestOpen_ExistingStore_Requests(t *testing.T) {
 	ctx := t.Context()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := fs.New(filepath.Join(t.TempDir(), "state"), fs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb := &countingBackend{Backend: raw}
-	cfg := state.Config{Backend: cb, Identities: []age.Identity{id}, InstanceID: "count", Logger: quiet()}
-	first, err := state.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cb, cfg := bootedStore(t)
 	g, p, d, l, n := cb.gets.Load(), cb.puts.Load(), cb.deletes.Load(), cb.lists.Load(), cb.nows.Load()
 	inst, err := state.Open(ctx, cfg)
 	if err != nil {
@@ -135,4 +103,29 @@ func TestOpen_ExistingStore_Requests(t *testing.T) {
 	if want := [5]int64{2, 1, 0, 0, 0}; got != want {
 		t.Fatalf("state.Open on an existing store: gets, puts, deletes, lists, nows = %v, want %v", got, want)
 	}
+}
+
+// bootedStore is a local directory's store that has booted once, behind a
+// request counter, and the configuration that opens it.
+func bootedStore(tb testing.TB) (*countingBackend, state.Config) {
+	tb.Helper()
+	ctx := context.Background()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	raw, err := fs.New(filepath.Join(tb.TempDir(), "state"), fs.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cb := &countingBackend{Backend: raw}
+	cfg := state.Config{Backend: cb, Identities: []age.Identity{id}, InstanceID: "count", Logger: quiet()}
+	first, err := state.Open(ctx, cfg) // the store exists before the measured boots
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := first.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return cb, cfg
 }

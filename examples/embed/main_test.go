@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/store"
 )
@@ -152,16 +154,8 @@ func writeIdentity(t *testing.T, path string) {
 func held(t *testing.T, dir, identityFile string) bool {
 	t.Helper()
 	raw, err := fs.New(dir, fs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(identityFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ids, err := age.ParseIdentities(f)
-	if err != nil {
+	ids, lerr := envelope.LoadIdentityFile(identityFile)
+	if err = errors.Join(err, lerr); err != nil {
 		t.Fatal(err)
 	}
 	st, err := store.Connect(t.Context(), raw, store.Keys{Identities: ids}, store.ConnectOptions{})
