@@ -16,6 +16,7 @@ import (
 	"github.com/cairnhq/state/internal/rekey"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -26,7 +27,7 @@ import (
 func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 	for _, b := range []backend.Backend{mem.New(mem.Options{}), mem.New(mem.Options{NoConditionalWrites: true})} {
 		ctx := t.Context()
-		oldKey, newKey := newID(t), newID(t)
+		oldKey, newKey := testkit.Identity(t), testkit.Identity(t)
 		want := seededWith(t, b, oldKey, 4, 0, 3)
 		// A deleted name: its versions and its tombstone are history too.
 		st, err := store.Connect(ctx, b, store.Keys{Identities: []age.Identity{oldKey}}, store.ConnectOptions{Options: store.Options{Logger: quiet()}})
@@ -56,11 +57,7 @@ func TestRun_ResealsHistory_RetiredKeyOpensNone_StampsKept(t *testing.T) {
 		if w := writersBefore["obj/00"]; w.Instance != "app" || w.PID == 0 {
 			t.Fatalf("obj/00 was written by %+v, want the holder app", w)
 		}
-		res, err := rekey.Run(ctx, b, rekey.Options{
-			Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
-			Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet(),
-		})
-
+		res, err := rekey.Run(ctx, b, rotation(oldKey, newKey))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/rekey"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -25,13 +26,26 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-func newID(t testing.TB) *age.X25519Identity {
+// rotation is the options of a rekey from oldKey to newKey.
+func rotation(oldKey, newKey age.Identity) rekey.Options {
+	return rekey.Options{Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
+		Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet()}
+}
+
+// interrupt runs opts on b and cancels the run at the first progress
+// report stop holds for: the run must end with context.Canceled.
+func interrupt(t *testing.T, b backend.Backend, opts rekey.Options, stop func(rekey.Progress) bool) {
 	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	opts.Progress = func(p rekey.Progress) {
+		if stop(p) {
+			cancel()
+		}
 	}
-	return id
+	if _, err := rekey.Run(ctx, b, opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
 }
 
 func connect(t testing.TB, b backend.Backend, ids ...age.Identity) (*store.Store, error) {
@@ -85,15 +99,12 @@ func seededWith(t testing.TB, b backend.Backend, key age.Identity, n, history, w
 func TestRun_RotatesTheStore_OldKeyForeignAfterwards(t *testing.T) {
 	for _, b := range []backend.Backend{mem.New(mem.Options{}), mem.New(mem.Options{NoConditionalWrites: true})} {
 		ctx := t.Context()
-		oldKey, newKey := newID(t), newID(t)
+		oldKey, newKey := testkit.Identity(t), testkit.Identity(t)
 		want := seeded(t, b, oldKey, 10)
 		var seen []rekey.Progress
-		res, err := rekey.Run(ctx, b, rekey.Options{
-			Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
-			Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet(),
-			Progress: func(p rekey.Progress) { seen = append(seen, p) },
-		})
-
+		opts := rotation(oldKey, newKey)
+		opts.Progress = func(p rekey.Progress) { seen = append(seen, p) }
+		res, err := rekey.Run(ctx, b, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,17 +144,15 @@ func TestRun_InterruptedAnywhere_EveryObjectOpensWithOldOrNew_ThenResumes(t *tes
 	for stopAt := 0; stopAt <= n+1; stopAt++ {
 		t.Run(fmt.Sprint("after ", stopAt), func(t *testing.T) {
 			b := mem.New(mem.Options{})
-			oldKey, newKey := newID(t), newID(t)
+			oldKey, newKey := testkit.Identity(t), testkit.Identity(t)
 			want := seeded(t, b, oldKey, n)
 			ctx, cancel := context.WithCancel(t.Context())
-			opts := rekey.Options{
-				Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
-				Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet(), CheckpointEvery: 2,
-				Progress: func(p rekey.Progress) {
-					if p.Done == stopAt {
-						cancel()
-					}
-				},
+			opts := rotation(oldKey, newKey)
+			opts.CheckpointEvery = 2
+			opts.Progress = func(p rekey.Progress) {
+				if p.Done == stopAt {
+					cancel()
+				}
 			}
 			res, err := rekey.Run(ctx, b, opts)
 			cancel()
@@ -187,7 +196,7 @@ func TestRun_InterruptedAnywhere_EveryObjectOpensWithOldOrNew_ThenResumes(t *tes
 func TestRun_LockHeld_NothingChanged(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	oldKey, newKey := newID(t), newID(t)
+	oldKey, newKey := testkit.Identity(t), testkit.Identity(t)
 	seeded(t, b, oldKey, 2)
 	st, err := connect(t, b, oldKey)
 	if err != nil {
@@ -198,8 +207,7 @@ func TestRun_LockHeld_NothingChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release(ctx)
-	_, err = rekey.Run(ctx, b, rekey.Options{Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
-		Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet()})
+	_, err = rekey.Run(ctx, b, rotation(oldKey, newKey))
 
 	if !errors.Is(err, lock.ErrHeld) {
 		t.Fatalf("rekey with a live holder: %v, want ErrHeld", err)
@@ -212,7 +220,7 @@ func TestRun_LockHeld_NothingChanged(t *testing.T) {
 func TestRun_DryRunWithRecovery_ListsForgeriesWritesNothing_ReservedNeverOpened(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	writer, recovery, newKey := newID(t), newID(t), newID(t)
+	writer, recovery, newKey := testkit.Identity(t), testkit.Identity(t), testkit.Identity(t)
 	st, err := store.Connect(ctx, b, store.Keys{Identities: []age.Identity{writer}, Recipients: []age.Recipient{recovery.Recipient()}},
 		store.ConnectOptions{Create: true, Options: store.Options{Logger: quiet()}})
 
@@ -223,7 +231,7 @@ func TestRun_DryRunWithRecovery_ListsForgeriesWritesNothing_ReservedNeverOpened(
 		t.Fatal(err)
 	}
 	m, _ := storeadmin.Manifest(st)
-	forger := newID(t)
+	forger := testkit.Identity(t)
 	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{recovery.Recipient(), forger.Recipient()},
 		envelope.Options{StoreID: m.ID, ExactRecipients: true})
 
@@ -239,12 +247,7 @@ func TestRun_DryRunWithRecovery_ListsForgeriesWritesNothing_ReservedNeverOpened(
 			t.Fatal(err)
 		}
 	}
-	snapshot := func() map[string]string {
-		out := map[string]string{}
-		_ = b.List(ctx, "", func(o backend.Object) error { out[o.Key] = o.Version; return nil })
-		return out
-	}
-	before := snapshot()
+	before := testkit.Snapshot(t, b)
 	opts := rekey.Options{Identities: []age.Identity{newKey}, Recipients: []age.Recipient{recovery.Recipient()},
 		Recovery: []age.Identity{recovery}, DryRun: true, Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet()}
 	res, err := rekey.Run(ctx, b, opts)
@@ -254,14 +257,8 @@ func TestRun_DryRunWithRecovery_ListsForgeriesWritesNothing_ReservedNeverOpened(
 	if !slices.Equal(res.Unauthenticated, []string{"config/admins", "genuine"}) || !slices.Equal(res.ReservedLeft, []string{".lock-epoch", ".migrations"}) {
 		t.Errorf("dry run = %+v", res)
 	}
-	if after := snapshot(); len(after) != len(before) {
+	if after := testkit.Snapshot(t, b); !maps.Equal(before, after) {
 		t.Fatalf("the dry run wrote: %v → %v", before, after)
-	} else {
-		for k, v := range before {
-			if after[k] != v {
-				t.Fatalf("the dry run wrote %s", k)
-			}
-		}
 	}
 	// For real: the forged reserved objects are left as they were. The
 	// forged .lock-epoch (the legacy epoch name, which the lock no longer
@@ -286,25 +283,12 @@ func TestRun_DryRunWithRecovery_ListsForgeriesWritesNothing_ReservedNeverOpened(
 	}
 }
 
-// snapshot is every key of b with its version.
-func snapshot(t *testing.T, b backend.Backend) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	if err := b.List(t.Context(), "", func(o backend.Object) error {
-		out[o.Key] = o.Version
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestRun_NothingToChange_SaysSoAndWritesNothing_UnlessRestart(t *testing.T) {
 	for _, b := range []backend.Backend{mem.New(mem.Options{}), mem.New(mem.Options{NoConditionalWrites: true})} {
 		ctx := t.Context()
-		key := newID(t)
+		key := testkit.Identity(t)
 		seeded(t, b, key, 5)
-		before := snapshot(t, b)
+		before := testkit.Snapshot(t, b)
 		var checking int
 		opts := rekey.Options{Identities: []age.Identity{key}, Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet(),
 			Progress: func(p rekey.Progress) {
@@ -319,7 +303,7 @@ func TestRun_NothingToChange_SaysSoAndWritesNothing_UnlessRestart(t *testing.T) 
 		if !res.NothingToChange || res.Resealed != 0 || res.UpToDate != 6 || res.Total != 6 || checking != 7 {
 			t.Errorf("a rekey to the store's own set: %+v (checking calls %d)", res, checking)
 		}
-		if after := snapshot(t, b); !maps.Equal(before, after) {
+		if after := testkit.Snapshot(t, b); !maps.Equal(before, after) {
 			t.Errorf("a rekey with nothing to change wrote:\nbefore %v\nafter  %v", before, after)
 		}
 		opts.Restart, opts.Progress = true, nil
@@ -335,25 +319,15 @@ func TestRun_NothingToChange_SaysSoAndWritesNothing_UnlessRestart(t *testing.T) 
 
 func TestRun_InterruptedThenRecordLost_ResealsOnlyWhatIsNotSealedToTheSet(t *testing.T) {
 	b := mem.New(mem.Options{})
-	oldKey, newKey := newID(t), newID(t)
+	oldKey, newKey := testkit.Identity(t), testkit.Identity(t)
 	seeded(t, b, oldKey, 8)
-	ctx, cancel := context.WithCancel(t.Context())
-	opts := rekey.Options{Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
-		Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet(),
-		Progress: func(p rekey.Progress) {
-			if p.Resealed == 3 {
-				cancel()
-			}
-		}}
-	if _, err := rekey.Run(ctx, b, opts); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run: %v", err)
-	}
+	opts := rotation(oldKey, newKey)
+	interrupt(t, b, opts, func(p rekey.Progress) bool { return p.Resealed == 3 })
 	// The record lost (removed by hand): the store's set is already the
 	// new one, so the look finds the objects still sealed to the old.
 	if err := b.Delete(t.Context(), store.Prefix+rekey.ProgressName, backend.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	opts.Progress = nil
 	res, err := rekey.Run(t.Context(), b, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -365,19 +339,12 @@ func TestRun_InterruptedThenRecordLost_ResealsOnlyWhatIsNotSealedToTheSet(t *tes
 
 func TestReadProgress_InterruptedRun_SaysHowFarAndHowToResume(t *testing.T) {
 	b := mem.New(mem.Options{})
-	oldKey, newKey := newID(t), newID(t)
+	oldKey, newKey := testkit.Identity(t), testkit.Identity(t)
 	seeded(t, b, oldKey, 6)
-	ctx, cancel := context.WithCancel(t.Context())
-	opts := rekey.Options{Identities: []age.Identity{newKey}, OldIdentities: []age.Identity{oldKey},
-		Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet(), ResumeCommand: "cairn-state rekey --identity new.txt --old-identity old.txt",
-		Progress: func(p rekey.Progress) {
-			if p.Done == 0 {
-				cancel() // before the first object: the record is there from the start
-			}
-		}}
-	if _, err := rekey.Run(ctx, b, opts); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run: %v", err)
-	}
+	opts := rotation(oldKey, newKey)
+	opts.ResumeCommand = "cairn-state rekey --identity new.txt --old-identity old.txt"
+	// Before the first object: the record is there from the start.
+	interrupt(t, b, opts, func(p rekey.Progress) bool { return p.Done == 0 })
 	st, err := connect(t, b, newKey)
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +365,6 @@ func TestReadProgress_InterruptedRun_SaysHowFarAndHowToResume(t *testing.T) {
 		t.Errorf("ReadProgress without a key: %+v, %v", got, err)
 	}
 	// Finished, there is none.
-	opts.Progress = nil
 	if _, err := rekey.Run(t.Context(), b, opts); err != nil {
 		t.Fatal(err)
 	}
