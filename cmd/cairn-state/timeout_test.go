@@ -50,14 +50,32 @@ func TestTimeout_HungEndpoint_LsFailsWithinTheBudget_NamingTheEndpoint(t *testin
 	t.Parallel()
 	ep := testserver.SilentEndpoint(t)
 	tg := &target{dir: t.TempDir(), url: "s3://bucket/apps/one?endpoint=" + ep + "&region=garage", env: fakeCredentials}
-	for _, c := range []struct {
-		args    []string
-		budget  time.Duration
-		timeout string // the per-attempt response timeout the budget implies
-	}{
-		{[]string{"ls"}, defaultTimeout, "3.8s"},
-		{[]string{"--timeout", "3s", "ls"}, 3 * time.Second, "380ms"},
-	} {
+	// What stderr says, given the per-attempt response timeout the budget
+	// implies.
+	hung := func(timeout string) []string {
+		return []string{"no answer from " + ep + " after 3 attempts", "sent no response headers within " + timeout + " (response timeout)"}
+	}
+	failsWithinBudget(t, tg, []budgetCase{
+		{[]string{"ls"}, defaultTimeout, hung("3.8s")},
+		{[]string{"--timeout", "3s", "ls"}, 3 * time.Second, hung("380ms")},
+	})
+}
+
+// budgetCase is a command run against an endpoint that does not answer:
+// the budget it must fail within, and what its stderr must say.
+type budgetCase struct {
+	args   []string
+	budget time.Duration
+	want   []string
+}
+
+// failsWithinBudget runs each case as a parallel subtest named by its
+// budget: the command fails, within its budget (overBudget) yet not before
+// a quarter of it (its attempts use the budget), and its stderr holds
+// every want.
+func failsWithinBudget(t *testing.T, tg *target, cases []budgetCase) {
+	t.Helper()
+	for _, c := range cases {
 		t.Run(c.budget.String(), func(t *testing.T) {
 			t.Parallel()
 			r, took := tg.timed(t, nil, c.args...)
@@ -69,7 +87,7 @@ func TestTimeout_HungEndpoint_LsFailsWithinTheBudget_NamingTheEndpoint(t *testin
 			if took < c.budget/4 {
 				t.Errorf("%v gave up after %v: want its attempts to use most of the budget (%v)", c.args, took, c.budget)
 			}
-			for _, want := range []string{"no answer from " + ep + " after 3 attempts", "sent no response headers within " + c.timeout + " (response timeout)"} {
+			for _, want := range c.want {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r)
 				}
