@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,18 +236,7 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Tamper with the sealed bytes directly in the storage.
-		raw := func(name string) []byte {
-			rc, _, err := tg.raw.Get(ctx, tg.key(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rc.Close()
-			b, err := io.ReadAll(rc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
+		raw := func(name string) []byte { return rawBytes(t, tg, name) }
 		write := func(name string, b []byte) {
 			if _, err := tg.raw.Put(ctx, tg.key(name), b, backend.PutOptions{}); err != nil {
 				t.Fatal(err)
@@ -261,13 +249,7 @@ func TestVerify_ReportsEachFailingObjectWithItsReason(t *testing.T) {
 		whole := raw("truncated")
 		write("truncated", whole[:len(whole)-10])
 		write("plain", []byte("not sealed at all"))
-		rc, _, err := tg.raw.Get(ctx, staging.key("copied"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		fromStaging, _ := io.ReadAll(rc)
-		rc.Close()
-		write("copied", fromStaging)
+		write("copied", rawBytes(t, &staging, "copied"))
 
 		want := map[string]string{
 			"tampered":  reasonTampered,

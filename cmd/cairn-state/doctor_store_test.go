@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,12 +171,7 @@ func TestDoctor_StoreRecord_BindsTheCheck(t *testing.T) {
 	r, doc = tg.doctor(t, []string{"CAIRN_STATE_IDENTITY=" + id})
 	r.must(t, exitFail)
 	doc.wantCheck(t, checkMembership, statusFail, ".cairn-state/.store", "restore")
-	rc, _, err := tg.raw.Get(t.Context(), tg.key(".store"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	if got, err := io.ReadAll(rc); err != nil || !bytes.Equal(got, garbage) {
-		t.Errorf("doctor touched the garbage manifest: %q, %v", got, err)
+	if got := rawBytes(t, tg, ".store"); !bytes.Equal(got, garbage) {
+		t.Errorf("doctor touched the garbage manifest: %q", got)
 	}
 }

@@ -117,15 +117,7 @@ func TestPutBack_CLI_VerifyReportsAndStrictRefuses(t *testing.T) {
 		id, _ := tg.keygen(t, "id.txt")
 		tg.cli(t, nil, "init", "--identity", id).must(t, exitOK)
 		tg.cli(t, []byte("old"), "put", "app/key", "--identity", id).must(t, exitOK)
-		rc, _, err := tg.raw.Get(ctx, tg.key("app/key"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		oldBytes, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		oldBytes := rawBytes(t, tg, "app/key")
 		tg.cli(t, []byte("new"), "put", "app/key", "--identity", id).must(t, exitOK)
 		hist := decode[[]keptVersionDoc](t, tg.cli(t, nil, "history", "app/key", "--identity", id, "--json").must(t, exitOK))
 		newer, older := hist[0].Version, hist[1].Version

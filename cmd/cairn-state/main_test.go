@@ -26,6 +26,7 @@ import (
 	"github.com/cairnhq/state/internal/lockadmin"
 	"github.com/cairnhq/state/internal/setup"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
@@ -364,6 +365,18 @@ func (tg *target) key(name string) string {
 		return store.Prefix + name
 	}
 	return tg.root + "/" + store.Prefix + name
+}
+
+// rawBytes reads a state object's stored bytes.
+func rawBytes(t *testing.T, tg *target, name string) []byte {
+	t.Helper()
+	return testkit.Read(t, tg.raw, tg.key(name))
+}
+
+// rawSnapshot is every key of the target with its version.
+func rawSnapshot(t *testing.T, tg *target) map[string]string {
+	t.Helper()
+	return testkit.Snapshot(t, tg.raw)
 }
 
 // holder is a lock holder child process.

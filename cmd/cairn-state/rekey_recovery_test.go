@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -113,34 +112,6 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 	// The recovery key no longer opens the store as an identity either,
 	// and the lost key's store is now the new key's.
 	tg.cli(t, nil, "get", "x", "--identity", recoveryID).must(t, exitNotMember)
-}
-
-// rawBytes reads a state object's stored bytes.
-func rawBytes(t *testing.T, tg *target, name string) []byte {
-	t.Helper()
-	rc, _, err := tg.raw.Get(t.Context(), tg.key(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// rawSnapshot is every key of the target with its version.
-func rawSnapshot(t *testing.T, tg *target) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	if err := tg.raw.List(t.Context(), "", func(o backend.Object) error {
-		out[o.Key] = o.Version
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func mustIdentities(t *testing.T, file string) []age.Identity {

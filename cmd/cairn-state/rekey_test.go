@@ -138,12 +138,7 @@ func TestRekey_KilledThenResumed_EveryObjectOpensWithTheNewKeyOnly(t *testing.T)
 			if err != nil || !bytes.Equal(got, val) {
 				t.Errorf("new key: %s = %q, %v; want %q", name, got, err, val)
 			}
-			sealed, _, err := tg.raw.Get(ctx, tg.key(name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _ := io.ReadAll(sealed)
-			sealed.Close()
+			data := rawBytes(t, tg, name)
 			if hdr, err := envelope.PeekHeader(name, data); err != nil || hdr.StoreID != m.ID {
 				t.Errorf("%s: header %+v, %v; want bound to %s", name, hdr, err, m.ID)
 			}

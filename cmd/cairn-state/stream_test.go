@@ -197,15 +197,7 @@ func TestGet_TamperedChunk_ExitsNonZeroAfterOnlyAuthenticatedChunks(t *testing.T
 		rand.NewChaCha8([32]byte{7}).Read(value)
 		tg.cli(t, value, "--identity", id, "put", "big").must(t, exitOK)
 		ctx := t.Context()
-		rc, _, err := tg.raw.Get(ctx, tg.key("big"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sealed, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		sealed := rawBytes(t, tg, "big")
 		sealed[len(sealed)-300<<10] ^= 1
 		if _, err := tg.raw.Put(ctx, tg.key("big"), sealed, backend.PutOptions{}); err != nil {
 			t.Fatal(err)
