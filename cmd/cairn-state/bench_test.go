@@ -9,11 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"filippo.io/age"
-
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
-	"github.com/cairnhq/state/testutil"
-	"github.com/cairnhq/state/testutil/garage"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
 
@@ -25,24 +22,33 @@ func BenchmarkRekey(b *testing.B) {
 	b.Run("fs", func(b *testing.B) { benchRekey(b, fsTarget(b), n) })
 	b.Run("versitygw", func(b *testing.B) {
 		srv := versitygw.Start(b)
-		tg := s3Target(b, "versitygw", &srv.S3Server)
-		for _, kv := range srv.Env() { // the AWS chain reads the process environment
-			k, v, _ := strings.Cut(kv, "=")
-			b.Setenv(k, v)
-		}
-		benchRekey(b, tg, n)
+		setenv(b, srv.Env())
+		benchRekey(b, s3Target(b, "versitygw", &srv.S3Server), n)
 	})
 }
 
+// setenv sets each NAME=VALUE of env for the rest of the benchmark: the
+// AWS chain of the in-process CLI reads the process environment.
+func setenv(b *testing.B, env []string) {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
+	}
+}
+
+// inProcess runs the CLI in this process (its run function) on the
+// target's store with the identity file, output discarded, and returns
+// its exit code.
+func inProcess(tg *target, identity string) func(ctx context.Context, args ...string) int {
+	env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": identity}
+	streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+	return func(ctx context.Context, args ...string) int {
+		return run(ctx, args, streams, func(k string) string { return env[k] })
+	}
+}
+
 func benchRekey(b *testing.B, tg *target, n int) {
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(tg.dir, "id.txt")
-	if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	path, _ := testkit.IdentityFile(b)
 	st := tg.store(b, path)
 	val := []byte(strings.Repeat("v", 1000))
 	for i := range n {
@@ -50,11 +56,9 @@ func benchRekey(b *testing.B, tg *target, n int) {
 			b.Fatal(err)
 		}
 	}
-	env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": path}
-	getenv := func(k string) string { return env[k] }
-	streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+	cli := inProcess(tg, path)
 	for b.Loop() {
-		if code := run(context.Background(), []string{"rekey"}, streams, getenv); code != exitOK {
+		if code := cli(context.Background(), "rekey"); code != exitOK {
 			b.Fatalf("rekey exited %d", code)
 		}
 	}
@@ -68,40 +72,22 @@ func benchRekey(b *testing.B, tg *target, n int) {
 //
 //	go test -run '^$' -bench 'BenchmarkPut' -benchtime 10x -count 7 ./cmd/cairn-state > put.txt; benchstat -col /server put.txt
 func BenchmarkPut(b *testing.B) {
-	for _, s := range []struct {
-		name  string
-		start func(b *testing.B) *testutil.S3Server
-	}{
-		{"versitygw", func(b *testing.B) *testutil.S3Server { return &versitygw.Start(b).S3Server }},
-		{"garage", func(b *testing.B) *testutil.S3Server { return &garage.Start(b).S3Server }},
-	} {
-		b.Run("server="+s.name, func(b *testing.B) {
-			srv := s.start(b)
-			tg := s3Target(b, s.name, srv)
-			for _, kv := range srv.Env() { // the AWS chain reads the process environment
-				k, v, _ := strings.Cut(kv, "=")
-				b.Setenv(k, v)
-			}
-			id, err := age.GenerateX25519Identity()
-			if err != nil {
-				b.Fatal(err)
-			}
-			path := filepath.Join(tg.dir, "id.txt")
-			if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
-				b.Fatal(err)
-			}
+	for _, s := range testkit.S3Servers {
+		b.Run("server="+s.Name, func(b *testing.B) {
+			srv := s.Start(b)
+			tg := s3Target(b, s.Name, srv)
+			setenv(b, srv.Env())
+			path, _ := testkit.IdentityFile(b)
 			value := filepath.Join(tg.dir, "value")
 			if err := os.WriteFile(value, []byte(strings.Repeat("v", 1000)), 0o600); err != nil {
 				b.Fatal(err)
 			}
-			env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": path}
-			getenv := func(k string) string { return env[k] }
-			streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
-			if code := run(context.Background(), []string{"init"}, streams, getenv); code != exitOK {
+			cli := inProcess(tg, path)
+			if code := cli(context.Background(), "init"); code != exitOK {
 				b.Fatalf("init exited %d", code)
 			}
 			for b.Loop() {
-				if code := run(context.Background(), []string{"put", "app/value", value}, streams, getenv); code != exitOK {
+				if code := cli(context.Background(), "put", "app/value", value); code != exitOK {
 					b.Fatalf("put exited %d", code)
 				}
 			}

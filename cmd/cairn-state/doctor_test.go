@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cairnhq/state/backend/s3"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil"
 	"github.com/cairnhq/state/testutil/garage"
-	"github.com/cairnhq/state/testutil/versitygw"
 )
 
 // doctorDoc is doctor's --json document as a script reads it: each
@@ -181,12 +181,6 @@ func (tg *target) checkHumanOutput(t *testing.T, env []string, doc doctorDoc, ar
 	return r
 }
 
-// eachS3Server runs fn against versitygw and Garage.
-func eachS3Server(t *testing.T, fn func(t *testing.T, srv *testutil.S3Server)) {
-	t.Run("versitygw", func(t *testing.T) { fn(t, &versitygw.Start(t).S3Server) })
-	t.Run("garage", func(t *testing.T) { fn(t, &garage.Start(t).S3Server) })
-}
-
 func TestDoctor_HealthyStore_EveryCheckOK_OnFsVersitygwAndGarage(t *testing.T) {
 	eachBackend(t, func(t *testing.T, tg *target) {
 		id, recipient := tg.keygen(t, "id.txt")
@@ -262,7 +256,7 @@ func TestDoctor_HealthyStore_EveryCheckOK_OnFsVersitygwAndGarage(t *testing.T) {
 }
 
 func TestDoctor_WrongRegion_FailsTheRegionLine_Exit1(t *testing.T) {
-	eachS3Server(t, func(t *testing.T, srv *testutil.S3Server) {
+	testkit.EachS3Server(t, func(t *testing.T, srv *testutil.S3Server) {
 		bucket := srv.NewBucket(t)
 		tg := &target{dir: t.TempDir(), env: srv.Env(),
 			url: fmt.Sprintf("s3://%s/apps/one?endpoint=%s&region=eu-west-9", bucket, srv.Endpoint)}
@@ -280,7 +274,7 @@ func TestDoctor_WrongRegion_FailsTheRegionLine_Exit1(t *testing.T) {
 }
 
 func TestDoctor_WrongCredentials_FailsTheCredentialsLine_Exit1(t *testing.T) {
-	eachS3Server(t, func(t *testing.T, srv *testutil.S3Server) {
+	testkit.EachS3Server(t, func(t *testing.T, srv *testutil.S3Server) {
 		tg := &target{dir: t.TempDir(), env: srv.Env(), url: srv.URL(srv.NewBucket(t), "apps/one")}
 		for _, c := range []struct {
 			name string
@@ -306,7 +300,7 @@ func TestDoctor_WrongCredentials_FailsTheCredentialsLine_Exit1(t *testing.T) {
 }
 
 func TestDoctor_MissingBucket_FailsTheBucketLine_Exit1(t *testing.T) {
-	eachS3Server(t, func(t *testing.T, srv *testutil.S3Server) {
+	testkit.EachS3Server(t, func(t *testing.T, srv *testutil.S3Server) {
 		tg := &target{dir: t.TempDir(), env: srv.Env(), url: srv.URL("cairn-no-such-bucket", "")}
 		r, doc := tg.doctor(t, nil)
 		r.must(t, exitFail)

@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -28,14 +26,7 @@ func BenchmarkRekeyVerifyHistory(b *testing.B) {
 	const objects, writes = 1000, store.DefaultHistory
 	for _, history := range []int{0, store.NoHistory} {
 		tg := fsTarget(b)
-		id, err := age.GenerateX25519Identity()
-		if err != nil {
-			b.Fatal(err)
-		}
-		path := filepath.Join(tg.dir, "id.txt")
-		if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
-			b.Fatal(err)
-		}
+		path, id := testkit.IdentityFile(b)
 		ctx := context.Background()
 		st, err := store.Connect(ctx, tg.raw, store.Keys{Identities: []age.Identity{id}}, store.ConnectOptions{Create: true, Options: store.Options{History: history}})
 		if err != nil {
@@ -62,9 +53,7 @@ func BenchmarkRekeyVerifyHistory(b *testing.B) {
 			b.Fatal(err)
 		}
 		total := objects + u.Versions
-		env := map[string]string{"CAIRN_STATE_URL": tg.url, "CAIRN_STATE_IDENTITY": path}
-		getenv := func(k string) string { return env[k] }
-		streams := stdio{in: strings.NewReader(""), out: io.Discard, err: io.Discard}
+		cli := inProcess(tg, path)
 		name := "history=on"
 		if history < 0 {
 			name = "history=off"
@@ -76,7 +65,7 @@ func BenchmarkRekeyVerifyHistory(b *testing.B) {
 					if cmd == "rekey" {
 						args = append(args, "--restart")
 					}
-					if code := run(ctx, args, streams, getenv); code != exitOK {
+					if code := cli(ctx, args...); code != exitOK {
 						b.Fatalf("%s exited %d", cmd, code)
 					}
 				}

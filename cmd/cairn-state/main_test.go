@@ -30,8 +30,6 @@ import (
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
-	"github.com/cairnhq/state/testutil/garage"
-	"github.com/cairnhq/state/testutil/versitygw"
 )
 
 // binPath is the cairn-state binary built once for all tests.
@@ -154,14 +152,9 @@ type target struct {
 // when their binary is missing, unless CAIRN_REQUIRE_SERVERS=1.
 func eachBackend(t *testing.T, fn func(t *testing.T, tg *target)) {
 	t.Run("fs", func(t *testing.T) { fn(t, fsTarget(t)) })
-	t.Run("versitygw", func(t *testing.T) {
-		srv := versitygw.Start(t)
-		fn(t, s3Target(t, "versitygw", &srv.S3Server))
-	})
-	t.Run("garage", func(t *testing.T) {
-		srv := garage.Start(t)
-		fn(t, s3Target(t, "garage", &srv.S3Server))
-	})
+	for _, s := range testkit.S3Servers {
+		t.Run(s.Name, func(t *testing.T) { fn(t, s3Target(t, s.Name, s.Start(t))) })
+	}
 }
 
 // fsTarget is a fresh local directory store.

@@ -2,19 +2,13 @@ package main
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"filippo.io/age"
-
-	"github.com/cairnhq/state/testutil"
-	"github.com/cairnhq/state/testutil/garage"
-	"github.com/cairnhq/state/testutil/versitygw"
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 // BenchmarkBootToReady measures the example's boot: process start to its
@@ -23,24 +17,11 @@ import (
 //
 //	go test -run '^$' -bench BootToReady -benchtime 5x -count 7 ./examples/instance > boot.txt; benchstat -col /server boot.txt
 func BenchmarkBootToReady(b *testing.B) {
-	for _, s := range []struct {
-		name  string
-		start func(b *testing.B) *testutil.S3Server
-	}{
-		{"versitygw", func(b *testing.B) *testutil.S3Server { return &versitygw.Start(b).S3Server }},
-		{"garage", func(b *testing.B) *testutil.S3Server { return &garage.Start(b).S3Server }},
-	} {
-		b.Run("server="+s.name, func(b *testing.B) {
-			srv := s.start(b)
+	for _, s := range testkit.S3Servers {
+		b.Run("server="+s.Name, func(b *testing.B) {
+			srv := s.Start(b)
 			url := srv.URL(srv.NewBucket(b), "apps/demo")
-			id, err := age.GenerateX25519Identity()
-			if err != nil {
-				b.Fatal(err)
-			}
-			idFile := filepath.Join(b.TempDir(), "identity.txt")
-			if err := os.WriteFile(idFile, []byte(id.String()+"\n"), 0o600); err != nil {
-				b.Fatal(err)
-			}
+			idFile, _ := testkit.IdentityFile(b)
 			env := append(cleanEnv(), srv.Env()...)
 			b.ResetTimer()
 			for b.Loop() {

@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"filippo.io/age"
 	"github.com/minio/minio-go/v7"
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -38,14 +38,7 @@ func TestStoreIdentity(t *testing.T) {
 // newKey writes a fresh identity file.
 func newKey(t *testing.T) string {
 	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "identity.txt")
-	if err := os.WriteFile(p, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p, _ := testkit.IdentityFile(t)
 	return p
 }
 

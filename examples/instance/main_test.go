@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"filippo.io/age"
 	"go.uber.org/goleak"
 
 	"github.com/cairnhq/state/backend"
@@ -33,8 +32,6 @@ import (
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
-	"github.com/cairnhq/state/testutil/garage"
-	"github.com/cairnhq/state/testutil/versitygw"
 )
 
 // binary is the example, built by TestMain; cli is cairn-state, for the
@@ -114,14 +111,9 @@ func s3Target(name string, srv *testutil.S3Server) target {
 // server once.
 func forEachTarget(t *testing.T, scenarios func(t *testing.T, tg target)) {
 	t.Run("fs", func(t *testing.T) { scenarios(t, fsTarget()) })
-	t.Run("versitygw", func(t *testing.T) {
-		srv := versitygw.Start(t)
-		scenarios(t, s3Target("versitygw", &srv.S3Server))
-	})
-	t.Run("garage", func(t *testing.T) {
-		srv := garage.Start(t)
-		scenarios(t, s3Target("garage", &srv.S3Server))
-	})
+	for _, s := range testkit.S3Servers {
+		t.Run(s.Name, func(t *testing.T) { scenarios(t, s3Target(s.Name, s.Start(t))) })
+	}
 }
 
 func TestExample(t *testing.T) {
@@ -148,15 +140,7 @@ type world struct {
 func newWorld(t *testing.T, tg target) *world {
 	t.Helper()
 	url, raw, root := tg.fresh(t)
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "identity.txt")
-	if err := os.WriteFile(p, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return &world{tg: tg, url: url, raw: raw, root: root, identity: p}
+	return &world{tg: tg, url: url, raw: raw, root: root, identity: newKey(t)}
 }
 
 // start runs the example in machineDir (a fresh one when empty) as

@@ -1,7 +1,7 @@
 // Package testkit holds what cairn-state's own tests share across
-// packages: the local backends a test runs on, a fresh identity, the
-// envelope and store built from one, a raw read, a log buffer. It is for
-// tests only.
+// packages: the local backends and real S3 servers a test runs on, a fresh
+// identity, the envelope and store built from one, a raw read, a log
+// buffer. It is for tests only.
 package testkit
 
 import (

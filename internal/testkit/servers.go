@@ -1,0 +1,31 @@
+package testkit
+
+import (
+	"testing"
+
+	"github.com/cairnhq/state/testutil"
+	"github.com/cairnhq/state/testutil/garage"
+	"github.com/cairnhq/state/testutil/versitygw"
+)
+
+// S3Server is a real S3 server a test or benchmark runs on: its name (a
+// subtest's) and how to start a fresh one for tb.
+type S3Server struct {
+	Name  string
+	Start func(tb testing.TB) *testutil.S3Server
+}
+
+// S3Servers are the real servers of the suites: versitygw, which enforces
+// conditional writes, and a single Garage node, which does not.
+var S3Servers = []S3Server{
+	{"versitygw", func(tb testing.TB) *testutil.S3Server { return &versitygw.Start(tb).S3Server }},
+	{"garage", func(tb testing.TB) *testutil.S3Server { return &garage.Start(tb).S3Server }},
+}
+
+// EachS3Server runs fn as a subtest on a fresh server of each of
+// [S3Servers], named by the server.
+func EachS3Server(t *testing.T, fn func(t *testing.T, srv *testutil.S3Server)) {
+	for _, s := range S3Servers {
+		t.Run(s.Name, func(t *testing.T) { fn(t, s.Start(t)) })
+	}
+}
