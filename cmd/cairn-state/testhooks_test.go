@@ -2,11 +2,11 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 // TestShippedBinary_HasNoTestHooks builds cairn-state as it ships (no build
@@ -14,17 +14,7 @@ import (
 // name is absent from the binary, the build records no cairntest tag (the
 // test build does), and a rekey with the variable set does not pause.
 func TestShippedBinary_HasNoTestHooks(t *testing.T) {
-	shipped := filepath.Join(t.TempDir(), "cairn-state")
-	if out, err := exec.Command("go", "build", "-o", shipped, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(shipped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(data, []byte(pauseEnv)) {
-		t.Errorf("the shipped binary contains %s", pauseEnv)
-	}
+	shipped := testkit.BuildShipped(t, "cairn-state", pauseEnv)
 	tags := func(bin string) string {
 		out, err := exec.Command("go", "version", "-m", bin).Output()
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/lockadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -47,16 +48,6 @@ func TestREADME_ShowsThisProgram_ByteForByte(t *testing.T) {
 	}
 }
 
-// build compiles the program once per test run.
-func build(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "embed")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // environ is the test's environment without cairn-state or AWS settings.
 func environ(extra ...string) []string {
 	var env []string
@@ -69,7 +60,7 @@ func environ(extra ...string) []string {
 }
 
 func TestEnvironmentUnset_ClearErrorAndNonZeroExit_NoPanic(t *testing.T) {
-	bin := build(t)
+	bin := testkit.BuildShipped(t, "embed")
 	dir := t.TempDir()
 	id := filepath.Join(dir, "id.txt")
 	writeIdentity(t, id)
@@ -95,7 +86,7 @@ func TestEnvironmentUnset_ClearErrorAndNonZeroExit_NoPanic(t *testing.T) {
 }
 
 func TestBoots_ServesUntilSIGTERM_ReleasesTheLock_NextBootCountsOn(t *testing.T) {
-	bin := build(t)
+	bin := testkit.BuildShipped(t, "embed")
 	dir := t.TempDir()
 	id := filepath.Join(dir, "id.txt")
 	writeIdentity(t, id)

@@ -3,30 +3,20 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 // TestShippedExample_HasNoTestHooks builds the example as it ships (no
 // build tags): the pause variable's name is not in the binary, and with the
 // variable set the example boots through every migration and shuts down.
 func TestShippedExample_HasNoTestHooks(t *testing.T) {
-	shipped := filepath.Join(t.TempDir(), "instance")
-	if out, err := exec.Command("go", "build", "-o", shipped, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data, err := os.ReadFile(shipped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(data, []byte(testPauseEnv)) {
-		t.Errorf("the shipped example contains %s", testPauseEnv)
-	}
+	shipped := testkit.BuildShipped(t, "instance", testPauseEnv)
 
 	cmd := exec.Command(shipped, "--instance-id", "shipped")
 	cmd.Dir = t.TempDir() // the demo store and identity go here
