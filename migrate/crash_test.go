@@ -11,12 +11,11 @@ import (
 	"syscall"
 	"testing"
 
-	"filippo.io/age"
-
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/migratelog"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -100,14 +99,8 @@ func crashMigrations(crash, nonRepeatable bool) []migrate.Migration {
 // until it kills itself in step 0002.
 func crashHelper(t *testing.T, mode string) string {
 	t.Helper()
-	dir := t.TempDir()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "identity.txt"), []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	identity, _ := testkit.IdentityFile(t)
+	dir := filepath.Dir(identity) // identity.txt, and the helper's store
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperDirEnv+"="+dir, helperModeEnv+"="+mode)
 	out, err := cmd.CombinedOutput()

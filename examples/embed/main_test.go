@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"filippo.io/age"
-
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/lockadmin"
@@ -62,8 +60,7 @@ func environ(extra ...string) []string {
 func TestEnvironmentUnset_ClearErrorAndNonZeroExit_NoPanic(t *testing.T) {
 	bin := testkit.BuildShipped(t, "embed")
 	dir := t.TempDir()
-	id := filepath.Join(dir, "id.txt")
-	writeIdentity(t, id)
+	id, _ := testkit.IdentityFile(t)
 	for _, c := range []struct {
 		env  []string
 		want string
@@ -88,8 +85,7 @@ func TestEnvironmentUnset_ClearErrorAndNonZeroExit_NoPanic(t *testing.T) {
 func TestBoots_ServesUntilSIGTERM_ReleasesTheLock_NextBootCountsOn(t *testing.T) {
 	bin := testkit.BuildShipped(t, "embed")
 	dir := t.TempDir()
-	id := filepath.Join(dir, "id.txt")
-	writeIdentity(t, id)
+	id, _ := testkit.IdentityFile(t)
 	env := environ("CAIRN_STATE_URL=file:"+filepath.Join(dir, "state"), "CAIRN_STATE_IDENTITY="+id)
 	for boot := 1; boot <= 2; boot++ {
 		cmd := exec.Command(bin)
@@ -126,17 +122,6 @@ func TestBoots_ServesUntilSIGTERM_ReleasesTheLock_NextBootCountsOn(t *testing.T)
 		if held(t, filepath.Join(dir, "state"), id) {
 			t.Errorf("boot %d: the lock was not released", boot)
 		}
-	}
-}
-
-func writeIdentity(t *testing.T, path string) {
-	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(id.String()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 
