@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 // TestExitCodes_OneCasePerRowOfTheTable runs, for every row of exitTable
@@ -134,44 +133,14 @@ func exampleBinary(t *testing.T) string {
 	return exampleBin
 }
 
-// exampleProc is a running example application.
-type exampleProc struct {
-	cmd    *exec.Cmd
-	ready  chan struct{}
-	done   chan struct{}
-	stderr bytes.Buffer
-}
-
-func startExample(t *testing.T, tg *target, id, identity string) *exampleProc {
+// startExample starts the example application on the target's store as
+// instance id, with a short heartbeat and stale window.
+func startExample(t *testing.T, tg *target, id, identity string) *testkit.Proc {
 	t.Helper()
-	p := &exampleProc{ready: make(chan struct{}), done: make(chan struct{})}
-	p.cmd = exec.Command(exampleBinary(t), "--url", tg.url, "--identity", identity, "--instance-id", id,
+	cmd := exec.Command(exampleBinary(t), "--url", tg.url, "--identity", identity, "--instance-id", id,
 		"--heartbeat", "500ms", "--stale-after", "3s")
-	p.cmd.Env, p.cmd.Dir = tg.environ(), t.TempDir()
-	p.cmd.Stderr = &p.stderr
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready:") {
-				close(p.ready)
-			}
-		}
-		_ = p.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
+	cmd.Env, cmd.Dir = tg.environ(), t.TempDir()
+	return testkit.StartProc(t, cmd)
 }
 
 // testExampleLostLockExits4: the example, paused past its stale window
@@ -180,23 +149,17 @@ func testExampleLostLockExits4(t *testing.T) {
 	tg := fsTarget(t)
 	id, _ := tg.keygen(t, "id.txt")
 	a := startExample(t, tg, "inst-a", id)
-	select {
-	case <-a.ready:
-	case <-a.done:
-		t.Fatalf("inst-a exited: %s", a.stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatal("inst-a not ready")
-	}
-	_ = a.cmd.Process.Signal(syscall.SIGSTOP)
-	var b *exampleProc
+	a.WaitStdout(t, "ready:", time.Minute)
+	a.Signal(t, syscall.SIGSTOP)
+	var b *testkit.Proc
 	for deadline := time.Now().Add(time.Minute); b == nil; {
 		c := startExample(t, tg, "inst-b", id)
 		select {
-		case <-c.ready:
+		case <-c.StdoutLine("ready:"):
 			b = c
-		case <-c.done:
-			if code := c.cmd.ProcessState.ExitCode(); code != exitHeld {
-				t.Fatalf("inst-b exit %d while the lock was live, want %d: %s", code, exitHeld, c.stderr.String())
+		case <-c.Done():
+			if code := c.ExitCode(); code != exitHeld {
+				t.Fatalf("inst-b exit %d while the lock was live, want %d: %s", code, exitHeld, c.Stderr)
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("inst-b never took over the stale lock")
@@ -204,19 +167,13 @@ func testExampleLostLockExits4(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGCONT)
-	select {
-	case <-a.done:
-	case <-time.After(time.Minute):
-		t.Fatal("inst-a did not notice its lost lock")
-	}
-	if code := a.cmd.ProcessState.ExitCode(); code != exitLockLost {
-		t.Fatalf("inst-a after losing its lock: exit %d, want %d\n%s", code, exitLockLost, a.stderr.String())
+	a.Signal(t, syscall.SIGCONT)
+	if code := a.Wait(t, time.Minute); code != exitLockLost {
+		t.Fatalf("inst-a after losing its lock: exit %d, want %d\n%s", code, exitLockLost, a.Stderr)
 	}
 	// And the example's graceful shutdown has the CLI's signal code.
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	<-b.done
-	if code := b.cmd.ProcessState.ExitCode(); code != exitSIGTERM {
-		t.Errorf("inst-b after SIGTERM: exit %d, want %d\n%s", code, exitSIGTERM, b.stderr.String())
+	b.Signal(t, syscall.SIGTERM)
+	if code := b.Wait(t, time.Minute); code != exitSIGTERM {
+		t.Errorf("inst-b after SIGTERM: exit %d, want %d\n%s", code, exitSIGTERM, b.Stderr)
 	}
 }

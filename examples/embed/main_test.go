@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -90,34 +88,15 @@ func TestBoots_ServesUntilSIGTERM_ReleasesTheLock_NextBootCountsOn(t *testing.T)
 	for boot := 1; boot <= 2; boot++ {
 		cmd := exec.Command(bin)
 		cmd.Env, cmd.Dir = env, dir
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		out := bufio.NewScanner(stdout)
+		p := testkit.StartProc(t, cmd)
 		// The epoch grows at every acquisition: the first boot released
 		// its lock, and the second counts on from the saved epoch.
-		if !out.Scan() || out.Text() != fmt.Sprintf("ready: theme=dark epoch=%d", boot) {
-			t.Fatalf("boot %d: %q\n%s", boot, out.Text(), &stderr)
+		if line := p.WaitStdout(t, "", time.Minute); line != fmt.Sprintf("ready: theme=dark epoch=%d", boot) {
+			t.Fatalf("boot %d: %q\n%s", boot, line, p.Stderr)
 		}
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("boot %d after SIGTERM: %v\n%s", boot, err, &stderr)
-			}
-		case <-time.After(time.Minute):
-			t.Fatalf("boot %d: no exit after SIGTERM", boot)
+		p.Signal(t, syscall.SIGTERM)
+		if code := p.Wait(t, time.Minute); code != 0 {
+			t.Fatalf("boot %d after SIGTERM: exit %d\n%s", boot, code, p.Stderr)
 		}
 		if held(t, filepath.Join(dir, "state"), id) {
 			t.Errorf("boot %d: the lock was not released", boot)

@@ -29,20 +29,20 @@ func TestExample_Cluster_NodeKilled_KeepsServing_SecondInstanceRefused(t *testin
 	c.Nodes[0].Kill(t)
 	time.Sleep(4 * heartbeat)
 	select {
-	case <-a.done:
-		t.Fatalf("the instance exited after its node was killed (code %d)\nstderr:\n%s", a.wait(t, exitTimeout), a.stderr.String())
+	case <-a.Done():
+		t.Fatalf("the instance exited after its node was killed (code %d)\nstderr:\n%s", a.Wait(t, exitTimeout), a.Stderr.String())
 	default:
 	}
-	if s := a.stderr.String(); strings.Contains(s, "lost") {
+	if s := a.Stderr.String(); strings.Contains(s, "lost") {
 		t.Fatalf("the instance reported a loss after a node kill:\n%s", s)
 	}
 
 	b := w.start(t, "", "inst-b", nil, "--heartbeat", heartbeat.String(), "--stale-after", "10s")
-	if code := b.wait(t, exitTimeout); code != 3 {
-		t.Fatalf("second instance exit code = %d, want 3\nstderr:\n%s", code, b.stderr.String())
+	if code := b.Wait(t, exitTimeout); code != 3 {
+		t.Fatalf("second instance exit code = %d, want 3\nstderr:\n%s", code, b.Stderr.String())
 	}
-	if want := fmt.Sprintf(`state lock held by "inst-a" (pid %d on host `, a.cmd.Process.Pid); !strings.Contains(b.stderr.String(), want) {
-		t.Fatalf("refusal does not name the first instance:\n%s", b.stderr.String())
+	if want := fmt.Sprintf(`state lock held by "inst-a" (pid %d on host `, a.Cmd.Process.Pid); !strings.Contains(b.Stderr.String(), want) {
+		t.Fatalf("refusal does not name the first instance:\n%s", b.Stderr.String())
 	}
 	shutdown(t, a)
 }

@@ -125,11 +125,11 @@ func testRotation(t *testing.T, tg target) {
 
 	// The app still on the old key: exit 5, touching nothing.
 	old := w.start(t, "", "app", nil)
-	if code := old.wait(t, exitTimeout); code != 5 {
-		t.Fatalf("the app on the old key exited %d, want 5\n%s", code, old.stderr.String())
+	if code := old.Wait(t, exitTimeout); code != 5 {
+		t.Fatalf("the app on the old key exited %d, want 5\n%s", code, old.Stderr.String())
 	}
-	if !strings.Contains(old.stderr.String(), "does not belong to this store") {
-		t.Errorf("the app does not say its key does not belong:\n%s", old.stderr.String())
+	if !strings.Contains(old.Stderr.String(), "does not belong to this store") {
+		t.Errorf("the app does not say its key does not belong:\n%s", old.Stderr.String())
 	}
 	if after := w.snapshot(t); !maps.Equal(before, after) {
 		t.Errorf("the refused boot wrote: %v → %v", before, after)
@@ -163,8 +163,8 @@ func testUnrelatedKey(t *testing.T, tg target) {
 	other := *w
 	other.identity = stranger
 	intruder := other.start(t, "", "intruder", nil)
-	if code := intruder.wait(t, exitTimeout); code != 5 {
-		t.Fatalf("an instance with an unrelated key exited %d, want 5\n%s", code, intruder.stderr.String())
+	if code := intruder.Wait(t, exitTimeout); code != 5 {
+		t.Fatalf("an instance with an unrelated key exited %d, want 5\n%s", code, intruder.Stderr.String())
 	}
 	if after := w.snapshot(t); !maps.Equal(before, after) {
 		t.Errorf("the refused commands wrote: %v → %v", before, after)
@@ -173,8 +173,8 @@ func testUnrelatedKey(t *testing.T, tg target) {
 	// down cleanly, its lock its own.
 	time.Sleep(1500 * time.Millisecond)
 	shutdown(t, live)
-	if saw := strings.ReplaceAll(live.stderr.String(), `level=WARN msg="store: created a new store`, ""); strings.Contains(saw, "lost") || strings.Contains(saw, "level=WARN") {
-		t.Errorf("the live instance saw something:\n%s", live.stderr.String())
+	if saw := strings.ReplaceAll(live.Stderr.String(), `level=WARN msg="store: created a new store`, ""); strings.Contains(saw, "lost") || strings.Contains(saw, "level=WARN") {
+		t.Errorf("the live instance saw something:\n%s", live.Stderr.String())
 	}
 	if v, _ := w.get(t, "boots"); v != "1" {
 		t.Errorf("boots = %q, want 1", v)
@@ -212,8 +212,8 @@ func testCopiedObject(t *testing.T, tg target) {
 	// The app's own boot counter, copied from staging, stops its boot.
 	copyRaw(t, tg, staging, prod, "boots")
 	p := prod.start(t, "", "app", nil)
-	if code := p.wait(t, exitTimeout); code != 1 || !strings.Contains(p.stderr.String(), "belongs to another store") {
-		t.Errorf("boot with a copied boot counter: exit %d\n%s", code, p.stderr.String())
+	if code := p.Wait(t, exitTimeout); code != 1 || !strings.Contains(p.Stderr.String(), "belongs to another store") {
+		t.Errorf("boot with a copied boot counter: exit %d\n%s", code, p.Stderr.String())
 	}
 }
 
@@ -285,10 +285,10 @@ func testGarbageManifest(t *testing.T, tg target) {
 	}
 	before := w.snapshot(t)
 	again := w.start(t, "", "app", nil)
-	if code := again.wait(t, exitTimeout); code != 1 {
-		t.Fatalf("boot with a garbage manifest exited %d, want 1\n%s", code, again.stderr.String())
+	if code := again.Wait(t, exitTimeout); code != 1 {
+		t.Fatalf("boot with a garbage manifest exited %d, want 1\n%s", code, again.Stderr.String())
 	}
-	if msg := again.stderr.String(); !strings.Contains(msg, key) || !strings.Contains(msg, "damaged") || !strings.Contains(msg, "neither re-created nor overwritten") {
+	if msg := again.Stderr.String(); !strings.Contains(msg, key) || !strings.Contains(msg, "damaged") || !strings.Contains(msg, "neither re-created nor overwritten") {
 		t.Errorf("the boot's error does not name the manifest:\n%s", msg)
 	}
 	r := w.cairnState(t, "v", "put", "x", "--identity", w.identity).must(t, 1)

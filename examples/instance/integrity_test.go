@@ -130,8 +130,8 @@ func testManifestDeleted(t *testing.T, tg target) {
 	const missing = "the store's manifest is missing: restore it from a backup"
 
 	p := w.start(t, "", "app", nil)
-	if code := p.wait(t, exitTimeout); code != 1 || !strings.Contains(p.stderr.String(), missing) {
-		t.Errorf("boot without a manifest: exit %d, want 1 saying %q\n%s", code, missing, p.stderr.String())
+	if code := p.Wait(t, exitTimeout); code != 1 || !strings.Contains(p.Stderr.String(), missing) {
+		t.Errorf("boot without a manifest: exit %d, want 1 saying %q\n%s", code, missing, p.Stderr.String())
 	}
 	for _, args := range [][]string{
 		{"ls"}, {"get", "boots"}, {"verify"}, {"lock", "status"}, {"migrate", "status"},
@@ -155,8 +155,8 @@ func testNeverCreatedWhereObjectsAre(t *testing.T, tg target) {
 	w.rawPut(t, "notes/readme.txt", []byte("someone's file"))
 	before := w.allRaw(t)
 	p := w.start(t, "", "app", nil)
-	if code := p.wait(t, exitTimeout); code != 1 {
-		t.Errorf("boot where an object is: exit %d, want 1\n%s", code, p.stderr.String())
+	if code := p.Wait(t, exitTimeout); code != 1 {
+		t.Errorf("boot where an object is: exit %d, want 1\n%s", code, p.Stderr.String())
 	}
 	for _, args := range [][]string{{"init"}, {"put", "x"}, {"rekey"}} {
 		if r := w.cairnState(t, "v", append(args, "--identity", w.identity)...); r.code != 1 {
@@ -188,9 +188,9 @@ func testOldManifestBack(t *testing.T, tg target) {
 	before := w.snapshot(t)
 
 	p := w.start(t, "", "app", nil)
-	if code := p.wait(t, exitTimeout); code != 1 || !strings.Contains(p.stderr.String(), "rolled back") ||
-		!strings.Contains(p.stderr.String(), "generation 3") || !strings.Contains(p.stderr.String(), "generation 2") {
-		t.Errorf("boot on the old manifest: exit %d, want 1 saying it was rolled back, naming generations 3 and 2\n%s", code, p.stderr.String())
+	if code := p.Wait(t, exitTimeout); code != 1 || !strings.Contains(p.Stderr.String(), "rolled back") ||
+		!strings.Contains(p.Stderr.String(), "generation 3") || !strings.Contains(p.Stderr.String(), "generation 2") {
+		t.Errorf("boot on the old manifest: exit %d, want 1 saying it was rolled back, naming generations 3 and 2\n%s", code, p.Stderr.String())
 	}
 	v := w.cairnState(t, "", "verify", "--identity", w.identity).must(t, 1)
 	if !strings.Contains(v.stdout, "FAIL boots: manifest rolled back") || !strings.Contains(v.stdout, "generation 3") {
@@ -219,8 +219,8 @@ func testStoreSwapped(t *testing.T, tg target) {
 	before := prod.allRaw(t)
 	pin := "CAIRN_STATE_STORE_ID=" + prodID
 	p := prod.start(t, "", "app", []string{pin})
-	if code := p.wait(t, exitTimeout); code != 5 || !strings.Contains(p.stderr.String(), "is pinned") || !strings.Contains(p.stderr.String(), prodID) {
-		t.Errorf("pinned boot on the swapped store: exit %d, want 5 naming the pinned id\n%s", code, p.stderr.String())
+	if code := p.Wait(t, exitTimeout); code != 5 || !strings.Contains(p.Stderr.String(), "is pinned") || !strings.Contains(p.Stderr.String(), prodID) {
+		t.Errorf("pinned boot on the swapped store: exit %d, want 5 naming the pinned id\n%s", code, p.Stderr.String())
 	}
 	for _, args := range [][]string{{"get", "boots"}, {"put", "x"}, {"ls"}} {
 		r := prod.cairnState(t, "v", append(args, "--identity", prod.identity, "--store-id", prodID)...)
@@ -240,8 +240,8 @@ func testStoreSwapped(t *testing.T, tg target) {
 
 	empty := newWorld(t, tg)
 	e := empty.start(t, "", "app", []string{pin})
-	if code := e.wait(t, exitTimeout); code != 6 {
-		t.Errorf("pinned boot on an empty location: exit %d, want 6\n%s", code, e.stderr.String())
+	if code := e.Wait(t, exitTimeout); code != 6 {
+		t.Errorf("pinned boot on an empty location: exit %d, want 6\n%s", code, e.Stderr.String())
 	}
 	if got := empty.allRaw(t); len(got) != 0 {
 		t.Errorf("a pinned boot created %v", got)
@@ -261,8 +261,8 @@ func testMigrationLogDeleted(t *testing.T, tg target) {
 	before := w.snapshot(t)
 
 	p := w.start(t, "", "app", nil)
-	if code := p.wait(t, exitTimeout); code != 1 || !strings.Contains(p.stderr.String(), ".migrations") || !strings.Contains(p.stderr.String(), "migration log is missing") {
-		t.Errorf("boot without its migration log: exit %d, want 1 naming .migrations\n%s", code, p.stderr.String())
+	if code := p.Wait(t, exitTimeout); code != 1 || !strings.Contains(p.Stderr.String(), ".migrations") || !strings.Contains(p.Stderr.String(), "migration log is missing") {
+		t.Errorf("boot without its migration log: exit %d, want 1 naming .migrations\n%s", code, p.Stderr.String())
 	}
 	if got := w.cairnState(t, "", "get", "settings/greeting", "--identity", w.identity).must(t, 0).stdout; got != "changed by the operator" {
 		t.Errorf("settings/greeting = %q: the seed migration ran again", got)

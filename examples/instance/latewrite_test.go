@@ -32,7 +32,7 @@ func TestExample_StoppedWithWriteInFlight_NextInstancesValueSurvives(t *testing.
 	select {
 	case <-proxy.Holding():
 	case <-time.After(bootTimeout):
-		t.Fatalf("the first instance's boot write never reached the proxy\nstderr:\n%s", a.stderr.String())
+		t.Fatalf("the first instance's boot write never reached the proxy\nstderr:\n%s", a.Stderr.String())
 	}
 	shutdown(t, a) // 143 and "shutdown complete": released with the write cancelled
 

@@ -5,18 +5,15 @@ package main
 // real signals.
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,7 +142,7 @@ func newWorld(t *testing.T, tg target) *world {
 
 // start runs the example in machineDir (a fresh one when empty) as
 // instance id, with extra flags and environment.
-func (w *world) start(t *testing.T, machineDir, id string, extraEnv []string, flags ...string) *proc {
+func (w *world) start(t *testing.T, machineDir, id string, extraEnv []string, flags ...string) *testkit.Proc {
 	t.Helper()
 	if machineDir == "" {
 		machineDir = t.TempDir()
@@ -210,9 +207,9 @@ func (w *world) get(t *testing.T, name string) (string, bool) {
 var readyRE = regexp.MustCompile(`^ready: instance=(\S+) epoch=(\d+) boots=(\d+)$`)
 
 // ready waits for the ready line and returns its epoch and boot count.
-func ready(t *testing.T, p *proc, id string) (epoch, boots int) {
+func ready(t *testing.T, p *testkit.Proc, id string) (epoch, boots int) {
 	t.Helper()
-	line := p.waitStdout(t, "ready:", bootTimeout)
+	line := p.WaitStdout(t, "ready:", bootTimeout)
 	m := readyRE.FindStringSubmatch(line)
 	if m == nil || m[1] != id {
 		t.Fatalf("ready line %q, want instance=%s", line, id)
@@ -223,21 +220,21 @@ func ready(t *testing.T, p *proc, id string) (epoch, boots int) {
 }
 
 // shutdown sends SIGTERM and expects a graceful exit.
-func shutdown(t *testing.T, p *proc) {
+func shutdown(t *testing.T, p *testkit.Proc) {
 	t.Helper()
 	shutdownWith(t, p, syscall.SIGTERM)
 }
 
 // shutdownWith sends sig and expects a graceful exit: the lock released,
 // then 128 + the signal's number (130, 143), as cairn-state exits.
-func shutdownWith(t *testing.T, p *proc, sig syscall.Signal) {
+func shutdownWith(t *testing.T, p *testkit.Proc, sig syscall.Signal) {
 	t.Helper()
-	p.signal(t, sig)
-	if code := p.wait(t, exitTimeout); code != 128+int(sig) {
-		t.Fatalf("exit code after %v = %d, want %d\nstderr:\n%s", sig, code, 128+int(sig), p.stderr.String())
+	p.Signal(t, sig)
+	if code := p.Wait(t, exitTimeout); code != 128+int(sig) {
+		t.Fatalf("exit code after %v = %d, want %d\nstderr:\n%s", sig, code, 128+int(sig), p.Stderr.String())
 	}
-	if !strings.Contains(p.stdout.String(), "shutdown complete\n") {
-		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", p.stdout.String())
+	if !strings.Contains(p.Stdout.String(), "shutdown complete\n") {
+		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", p.Stdout.String())
 	}
 }
 
@@ -247,17 +244,17 @@ func testSecondInstance(t *testing.T, tg target) {
 	ready(t, a, "inst-a")
 
 	b := w.start(t, "", "inst-b", nil)
-	if code := b.wait(t, exitTimeout); code != 3 {
-		t.Fatalf("second instance exit code = %d, want 3\nstderr:\n%s", code, b.stderr.String())
+	if code := b.Wait(t, exitTimeout); code != 3 {
+		t.Fatalf("second instance exit code = %d, want 3\nstderr:\n%s", code, b.Stderr.String())
 	}
-	want := fmt.Sprintf(`state lock held by "inst-a" (pid %d on host `, a.cmd.Process.Pid)
-	if !strings.Contains(b.stderr.String(), want) {
-		t.Fatalf("refusal does not name the holder (%s):\n%s", want, b.stderr.String())
+	want := fmt.Sprintf(`state lock held by "inst-a" (pid %d on host `, a.Cmd.Process.Pid)
+	if !strings.Contains(b.Stderr.String(), want) {
+		t.Fatalf("refusal does not name the holder (%s):\n%s", want, b.Stderr.String())
 	}
-	if strings.Contains(b.stdout.String(), "ready:") {
+	if strings.Contains(b.Stdout.String(), "ready:") {
 		t.Fatal("the refused instance printed ready")
 	}
-	t.Logf("refusal: %s", lastLine(b.stderr.String()))
+	t.Logf("refusal: %s", lastLine(b.Stderr.String()))
 	// The first instance is unharmed and still owns its lock.
 	if v, _ := w.get(t, "boots"); v != "1" {
 		t.Fatalf("boots = %q after the refused boot, want 1", v)
@@ -289,8 +286,8 @@ func testSIGKILL(t *testing.T, tg target) {
 	w := newWorld(t, tg)
 	a := w.start(t, "", "pod-1", nil)
 	epoch1, _ := ready(t, a, "pod-1")
-	a.signal(t, syscall.SIGKILL)
-	if code := a.wait(t, exitTimeout); code != -1 {
+	a.Signal(t, syscall.SIGKILL)
+	if code := a.Wait(t, exitTimeout); code != -1 {
 		t.Fatalf("exit code = %d, want death by signal", code)
 	}
 
@@ -325,8 +322,8 @@ func testDeleteTheVolume(t *testing.T, tg target) {
 
 	first := w.start(t, machine1, "app", nil)
 	ready(t, first, "app")
-	if !strings.Contains(first.stderr.String(), "files=4 written=4") {
-		t.Errorf("import summary missing:\n%s", first.stderr.String())
+	if !strings.Contains(first.Stderr.String(), "files=4 written=4") {
+		t.Errorf("import summary missing:\n%s", first.Stderr.String())
 	}
 	shutdown(t, first)
 	// The import never deletes its source.
@@ -345,8 +342,8 @@ func testDeleteTheVolume(t *testing.T, tg target) {
 	if boots != 2 {
 		t.Fatalf("boots on the fresh machine = %d, want 2", boots)
 	}
-	if !strings.Contains(second.stderr.String(), "migrations: nothing to do") {
-		t.Errorf("the fresh machine re-ran migrations:\n%s", second.stderr.String())
+	if !strings.Contains(second.Stderr.String(), "migrations: nothing to do") {
+		t.Errorf("the fresh machine re-ran migrations:\n%s", second.Stderr.String())
 	}
 	shutdown(t, second)
 	for name, want := range legacy {
@@ -362,9 +359,9 @@ func testDeleteTheVolume(t *testing.T, tg target) {
 func testKilledMidMigration(t *testing.T, tg target) {
 	w := newWorld(t, tg)
 	p := w.start(t, "", "app", []string{testPauseEnv + "=0002-seed-settings"})
-	p.waitStderr(t, "paused in migration 0002-seed-settings", bootTimeout)
-	p.signal(t, syscall.SIGKILL)
-	if code := p.wait(t, exitTimeout); code != -1 {
+	p.WaitStderr(t, "paused in migration 0002-seed-settings", bootTimeout)
+	p.Signal(t, syscall.SIGKILL)
+	if code := p.Wait(t, exitTimeout); code != -1 {
 		t.Fatalf("exit code = %d, want death by signal", code)
 	}
 	st := w.store(t)
@@ -384,7 +381,7 @@ func testKilledMidMigration(t *testing.T, tg target) {
 
 	again := w.start(t, "", "app", nil)
 	ready(t, again, "app")
-	log := again.stderr.String()
+	log := again.Stderr.String()
 	for _, want := range []string{"did not finish before; running it again", "id=0002-seed-settings", "previous_state=started"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("restart does not say %q:\n%s", want, log)
@@ -412,39 +409,39 @@ func testLostLock(t *testing.T, tg target) {
 	ready(t, a, "inst-a")
 
 	// inst-a stops heartbeating (paused, as by a frozen VM or SIGSTOP)...
-	a.signal(t, syscall.SIGSTOP)
+	a.Signal(t, syscall.SIGSTOP)
 	// ...and inst-b is refused until the lock goes stale, then takes over.
-	var b *proc
+	var b *testkit.Proc
 	deadline := time.Now().Add(bootTimeout)
 	for b == nil {
 		c := w.start(t, "", "inst-b", nil, timing...)
 		select {
-		case <-c.done:
-			if code := c.exitCode; code != 3 {
-				t.Fatalf("inst-b exit code = %d, want 3 while the lock is live\n%s", code, c.stderr.String())
+		case <-c.Done():
+			if code := c.ExitCode(); code != 3 {
+				t.Fatalf("inst-b exit code = %d, want 3 while the lock is live\n%s", code, c.Stderr.String())
 			}
 			if time.Now().After(deadline) {
 				t.Fatal("inst-b never took over the stale lock")
 			}
 			time.Sleep(500 * time.Millisecond)
-		case <-c.stdoutLine("ready:"):
+		case <-c.StdoutLine("ready:"):
 			b = c
 		}
 	}
 	ready(t, b, "inst-b")
 
-	a.signal(t, syscall.SIGCONT)
-	if code := a.wait(t, exitTimeout); code != 4 {
-		t.Fatalf("inst-a exit code after losing the lock = %d, want 4\nstderr:\n%s", code, a.stderr.String())
+	a.Signal(t, syscall.SIGCONT)
+	if code := a.Wait(t, exitTimeout); code != 4 {
+		t.Fatalf("inst-a exit code after losing the lock = %d, want 4\nstderr:\n%s", code, a.Stderr.String())
 	}
-	if msg := a.stderr.String(); !strings.Contains(msg, "state lock lost") || !strings.Contains(msg, `"inst-b"`) {
+	if msg := a.Stderr.String(); !strings.Contains(msg, "state lock lost") || !strings.Contains(msg, `"inst-b"`) {
 		t.Fatalf("inst-a does not report the loss naming inst-b:\n%s", msg)
 	}
-	t.Logf("loss: %s", lastLine(a.stderr.String()))
+	t.Logf("loss: %s", lastLine(a.Stderr.String()))
 	// inst-a left inst-b's lock alone: inst-b releases its own lock cleanly.
 	shutdown(t, b)
-	if strings.Contains(b.stderr.String(), "not ours at release") {
-		t.Fatalf("inst-b's lock was disturbed:\n%s", b.stderr.String())
+	if strings.Contains(b.Stderr.String(), "not ours at release") {
+		t.Fatalf("inst-b's lock was disturbed:\n%s", b.Stderr.String())
 	}
 }
 
@@ -466,143 +463,12 @@ func cleanEnv() []string {
 	return out
 }
 
-// proc is one running example process.
-type proc struct {
-	cmd      *exec.Cmd
-	stdout   *testkit.SyncBuffer
-	stderr   *testkit.SyncBuffer
-	done     chan struct{}
-	exitCode int // valid after done; -1 when killed by a signal
-
-	mu      sync.Mutex
-	waiters []lineWaiter
-}
-
-type lineWaiter struct {
-	prefix string
-	ch     chan string
-}
-
-func startProc(t *testing.T, dir string, env []string, args ...string) *proc {
+// startProc starts the example in dir with env and args (testkit.StartProc).
+func startProc(t *testing.T, dir string, env []string, args ...string) *testkit.Proc {
 	t.Helper()
-	p := &proc{stdout: &testkit.SyncBuffer{}, stderr: &testkit.SyncBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Dir = dir
-	p.cmd.Env = env
-	p.cmd.Stderr = p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			line := sc.Text()
-			p.stdout.Write([]byte(line + "\n"))
-			p.mu.Lock()
-			for _, w := range p.waiters {
-				if strings.HasPrefix(line, w.prefix) {
-					select {
-					case w.ch <- line:
-					default:
-					}
-				}
-			}
-			p.mu.Unlock()
-		}
-		_, _ = io.Copy(io.Discard, out)
-		err := p.cmd.Wait()
-		p.exitCode = 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			p.exitCode = ee.ExitCode()
-		}
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("%s %s\nstdout:\n%s\nstderr:\n%s", filepath.Base(binary), strings.Join(args, " "), p.stdout.String(), p.stderr.String())
-		}
-	})
-	return p
-}
-
-// stdoutLine returns a channel that receives the first stdout line with
-// prefix, including one already printed.
-func (p *proc) stdoutLine(prefix string) <-chan string {
-	ch := make(chan string, 1)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for line := range strings.Lines(p.stdout.String()) {
-		if strings.HasPrefix(line, prefix) {
-			ch <- strings.TrimSuffix(line, "\n")
-			return ch
-		}
-	}
-	p.waiters = append(p.waiters, lineWaiter{prefix, ch})
-	return ch
-}
-
-func (p *proc) waitStdout(t *testing.T, prefix string, timeout time.Duration) string {
-	t.Helper()
-	select {
-	case line := <-p.stdoutLine(prefix):
-		return line
-	case <-p.done:
-		select {
-		case line := <-p.stdoutLine(prefix):
-			return line
-		default:
-		}
-		t.Fatalf("exited with code %d before printing %q\nstderr:\n%s", p.exitCode, prefix, p.stderr.String())
-	case <-time.After(timeout):
-		t.Fatalf("no %q line after %s\nstderr:\n%s", prefix, timeout, p.stderr.String())
-	}
-	return ""
-}
-
-func (p *proc) waitStderr(t *testing.T, substr string, timeout time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(p.stderr.String(), substr) {
-		select {
-		case <-p.done:
-			t.Fatalf("exited with code %d before saying %q\nstderr:\n%s", p.exitCode, substr, p.stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("did not say %q within %s\nstderr:\n%s", substr, timeout, p.stderr.String())
-		}
-	}
-}
-
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
-// wait returns the exit code, -1 for death by signal.
-func (p *proc) wait(t *testing.T, timeout time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.done:
-		return p.exitCode
-	case <-time.After(timeout):
-		t.Fatalf("still running after %s\nstderr:\n%s", timeout, p.stderr.String())
-		return 0
-	}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir, cmd.Env = dir, env
+	return testkit.StartProc(t, cmd)
 }
 
 func TestExample_NoFlags_UsesTheDemoDirectoryAndCreatesAnIdentity0600(t *testing.T) {
@@ -613,9 +479,9 @@ func TestExample_NoFlags_UsesTheDemoDirectoryAndCreatesAnIdentity0600(t *testing
 			t.Fatalf("run %d: boots = %d", boot, boots)
 		}
 		shutdown(t, p)
-		created := strings.Contains(p.stderr.String(), "created demo identity")
+		created := strings.Contains(p.Stderr.String(), "created demo identity")
 		if created != (boot == 1) {
-			t.Fatalf("run %d: identity created = %v\n%s", boot, created, p.stderr.String())
+			t.Fatalf("run %d: identity created = %v\n%s", boot, created, p.Stderr.String())
 		}
 	}
 	fi, err := os.Stat(filepath.Join(machine, demoIdentity))
@@ -630,8 +496,8 @@ func TestExample_NoFlags_UsesTheDemoDirectoryAndCreatesAnIdentity0600(t *testing
 func TestExample_UsageErrors_ExitTwo(t *testing.T) {
 	for _, args := range [][]string{{"--no-such-flag"}, {"--heartbeat", "soon"}, {"extra-argument"}} {
 		p := startProc(t, t.TempDir(), cleanEnv(), args...)
-		if code := p.wait(t, exitTimeout); code != 2 {
-			t.Errorf("%q: exit code %d, want 2\n%s", args, code, p.stderr.String())
+		if code := p.Wait(t, exitTimeout); code != 2 {
+			t.Errorf("%q: exit code %d, want 2\n%s", args, code, p.Stderr.String())
 		}
 	}
 }
@@ -645,14 +511,14 @@ func TestExample_SIGTERMTwice_StillReleasesAndExits143(t *testing.T) {
 	// Keep signalling while it shuts down: signals sent at once coalesce,
 	// so space them to land during Close. Errors after exit are expected.
 	for range 500 {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		_ = a.Cmd.Process.Signal(syscall.SIGTERM)
 		time.Sleep(100 * time.Microsecond)
 	}
-	if code := a.wait(t, exitTimeout); code != 143 {
-		t.Fatalf("exit code after two SIGTERMs = %d, want 143\nstderr:\n%s", code, a.stderr.String())
+	if code := a.Wait(t, exitTimeout); code != 143 {
+		t.Fatalf("exit code after two SIGTERMs = %d, want 143\nstderr:\n%s", code, a.Stderr.String())
 	}
-	if !strings.Contains(a.stdout.String(), "shutdown complete\n") {
-		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", a.stdout.String())
+	if !strings.Contains(a.Stdout.String(), "shutdown complete\n") {
+		t.Fatalf("no \"shutdown complete\" line; stdout:\n%s", a.Stdout.String())
 	}
 	w.wantReleased(t, "after the shutdown")
 }

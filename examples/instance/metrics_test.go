@@ -75,9 +75,9 @@ func TestExample_MetricsAddr_ServesLockAndStoreMetrics(t *testing.T) {
 	const heartbeat = time.Second
 	a := w.start(t, "", "inst-a", nil, "--metrics-addr", "127.0.0.1:0", "--heartbeat", heartbeat.String(), "--stale-after", "5s")
 	epoch, _ := ready(t, a, "inst-a")
-	m := metricsLine.FindStringSubmatch(a.stderr.String())
+	m := metricsLine.FindStringSubmatch(a.Stderr.String())
 	if m == nil {
-		t.Fatalf("no metrics address on stderr:\n%s", a.stderr.String())
+		t.Fatalf("no metrics address on stderr:\n%s", a.Stderr.String())
 	}
 	url := m[1]
 
@@ -139,11 +139,11 @@ func TestExample_MetricsAddr_ServesLockAndStoreMetrics(t *testing.T) {
 func TestExample_MetricsAddrUnusable_ExitsOneTouchingNothing(t *testing.T) {
 	w := newWorld(t, fsTarget())
 	a := w.start(t, "", "inst-a", nil, "--metrics-addr", "256.0.0.1:99999")
-	if code := a.wait(t, exitTimeout); code != 1 {
-		t.Fatalf("exit code = %d, want 1\nstderr:\n%s", code, a.stderr.String())
+	if code := a.Wait(t, exitTimeout); code != 1 {
+		t.Fatalf("exit code = %d, want 1\nstderr:\n%s", code, a.Stderr.String())
 	}
-	if !strings.Contains(a.stderr.String(), "instance: metrics: listen tcp: ") {
-		t.Errorf("stderr does not say the metrics address is unusable:\n%s", a.stderr.String())
+	if !strings.Contains(a.Stderr.String(), "instance: metrics: listen tcp: ") {
+		t.Errorf("stderr does not say the metrics address is unusable:\n%s", a.Stderr.String())
 	}
 	if _, ok := w.get(t, "boots"); ok {
 		t.Error("the instance booted although it could not serve its metrics")

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cairnhq/state/internal/testkit"
 )
@@ -21,43 +18,15 @@ func TestShippedExample_HasNoTestHooks(t *testing.T) {
 	cmd := exec.Command(shipped, "--instance-id", "shipped")
 	cmd.Dir = t.TempDir() // the demo store and identity go here
 	cmd.Env = append(cleanEnv(), testPauseEnv+"=0002-seed-settings")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	p := testkit.StartProc(t, cmd)
+	if line := p.WaitStdout(t, "", bootTimeout); !strings.HasPrefix(line, "ready: instance=shipped") {
+		t.Fatalf("first line %q\n%s", line, p.Stderr)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	p.Signal(t, syscall.SIGTERM)
+	if code := p.Wait(t, exitTimeout); code != 143 || !strings.Contains(p.Stdout.String(), "shutdown complete") {
+		t.Errorf("shutdown: exit %d %q\n%s", code, p.Stdout, p.Stderr)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	select {
-	case line := <-lines:
-		if !strings.HasPrefix(line, "ready: instance=shipped") {
-			t.Fatalf("first line %q\n%s", line, stderr.String())
-		}
-	case <-time.After(bootTimeout):
-		t.Fatalf("the shipped example did not get ready with %s set:\n%s", testPauseEnv, stderr.String())
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	var rest []string
-	for line := range lines {
-		rest = append(rest, line)
-	}
-	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != 143 || !strings.Contains(strings.Join(rest, "\n"), "shutdown complete") {
-		t.Errorf("shutdown: %v %q\n%s", err, rest, stderr.String())
-	}
-	if strings.Contains(stderr.String(), "paused in migration") {
-		t.Errorf("the shipped example paused:\n%s", stderr.String())
+	if strings.Contains(p.Stderr.String(), "paused in migration") {
+		t.Errorf("the shipped example paused:\n%s", p.Stderr)
 	}
 }
