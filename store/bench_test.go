@@ -73,51 +73,14 @@ func BenchmarkVersitygw(b *testing.B) {
 	if err := rawPut("raw/one", value); err != nil {
 		b.Fatal(err)
 	}
-	b.Run("Get4KiB/store", func(b *testing.B) {
-		b.SetBytes(int64(len(value)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, _, err := st.Get(ctx, "one"); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("Get4KiB/raw", func(b *testing.B) {
-		b.SetBytes(int64(len(value)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := rawGet("raw/one"); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("Get4KiB/paired", func(b *testing.B) {
-		paired(b, func() error { _, _, err := st.Get(ctx, "one"); return err },
-			func() error { _, err := rawGet("raw/one"); return err })
-	})
-	b.Run("Put4KiB/store", func(b *testing.B) {
-		b.SetBytes(int64(len(value)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := st.Put(ctx, "one", value, store.PutOptions{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("Put4KiB/raw", func(b *testing.B) {
-		b.SetBytes(int64(len(value)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := rawPut("raw/one", value); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-
-	b.Run("Put4KiB/paired", func(b *testing.B) {
-		paired(b, func() error { _, err := st.Put(ctx, "one", value, store.PutOptions{}); return err },
-			func() error { return rawPut("raw/one", value) })
-	})
+	rawGetOne := func() error { _, err := rawGet("raw/one"); return err }
+	rawPutOne := func() error { return rawPut("raw/one", value) }
+	b.Run("Get4KiB/store", func(b *testing.B) { loop(b, len(value), getOne(ctx, st)) })
+	b.Run("Get4KiB/raw", func(b *testing.B) { loop(b, len(value), rawGetOne) })
+	b.Run("Get4KiB/paired", func(b *testing.B) { paired(b, getOne(ctx, st), rawGetOne) })
+	b.Run("Put4KiB/store", func(b *testing.B) { loop(b, len(value), putOne(ctx, st, value)) })
+	b.Run("Put4KiB/raw", func(b *testing.B) { loop(b, len(value), rawPutOne) })
+	b.Run("Put4KiB/paired", func(b *testing.B) { paired(b, putOne(ctx, st, value), rawPutOne) })
 
 	// A fenced store (a holder's, docs/adr/0026): every write conditional
 	// on the version it knows, here the one it wrote last.
@@ -126,85 +89,63 @@ func BenchmarkVersitygw(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("Put4KiB/fenced-paired", func(b *testing.B) {
-		paired(b, func() error { _, err := fenced.Put(ctx, "fenced", value, store.PutOptions{}); return err },
-			func() error { return rawPut("raw/one", value) })
+		paired(b, func() error { _, err := fenced.Put(ctx, "fenced", value, store.PutOptions{}); return err }, rawPutOne)
 	})
 
 	// The S3 backend alone against the raw SDK, to tell the backend's
 	// cost from the sealing's.
 	b.Run("Put4KiB/backend-paired", func(b *testing.B) {
-		paired(b, func() error { _, err := be.Put(ctx, "backend/one", value, backend.PutOptions{}); return err },
-			func() error { return rawPut("raw/one", value) })
+		paired(b, func() error { _, err := be.Put(ctx, "backend/one", value, backend.PutOptions{}); return err }, rawPutOne)
 	})
 
 	const objects, concurrency = 1000, store.DefaultConcurrency
 	names := make([]string, objects)
 	rawKeys := make([]string, objects)
-	{
-		var wg sync.WaitGroup
-		var next atomic.Int64
-		var failed atomic.Pointer[error]
-		for range concurrency {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < objects; i = int(next.Add(1) - 1) {
-					names[i] = fmt.Sprintf("many/%04d", i)
-					rawKeys[i] = "raw/many/" + names[i]
-					if _, err := st.Put(ctx, names[i], value, store.PutOptions{}); err != nil {
-						failed.Store(&err)
-					}
-					if err := rawPut(rawKeys[i], value); err != nil {
-						failed.Store(&err)
-					}
-				}
-			})
+	if err := parallel(objects, concurrency, func(i int) error {
+		names[i] = fmt.Sprintf("many/%04d", i)
+		rawKeys[i] = "raw/many/" + names[i]
+		if _, err := st.Put(ctx, names[i], value, store.PutOptions{}); err != nil {
+			return err
 		}
-		wg.Wait()
-		if p := failed.Load(); p != nil {
-			b.Fatal(*p)
-		}
-	}
-	b.Run("Load1000x4KiB/store-GetMany", func(b *testing.B) {
-		b.SetBytes(objects * int64(len(value)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := st.GetMany(ctx, names, store.ManyOptions{Concurrency: concurrency}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	rawLoad := func() error {
-		var wg sync.WaitGroup
-		var next atomic.Int64
-		var failed atomic.Pointer[error]
-		for range concurrency {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < objects; i = int(next.Add(1) - 1) {
-					if _, err := rawGet(rawKeys[i]); err != nil {
-						failed.Store(&err)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		if p := failed.Load(); p != nil {
-			return *p
-		}
-		return nil
+		return rawPut(rawKeys[i], value)
+	}); err != nil {
+		b.Fatal(err)
 	}
 	storeLoad := func() error {
 		_, err := st.GetMany(ctx, names, store.ManyOptions{Concurrency: concurrency})
 		return err
 	}
-	b.Run("Load1000x4KiB/raw", func(b *testing.B) {
-		b.SetBytes(objects * int64(len(value)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := rawLoad(); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	b.Run("Load1000x4KiB/store-GetMany", func(b *testing.B) { loop(b, objects*len(value), storeLoad) })
+	rawLoad := func() error {
+		return parallel(objects, concurrency, func(i int) error {
+			_, err := rawGet(rawKeys[i])
+			return err
+		})
+	}
+	b.Run("Load1000x4KiB/raw", func(b *testing.B) { loop(b, objects*len(value), rawLoad) })
 	b.Run("Load1000x4KiB/paired", func(b *testing.B) { paired(b, storeLoad, rawLoad) })
+}
+
+// parallel calls fn for 0 … n-1 on concurrency goroutines and returns an
+// error one of the calls returned, if any did.
+func parallel(n, concurrency int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	for range concurrency {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					failed.Store(&err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if p := failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // paired runs the store operation and the raw one alternately in each
