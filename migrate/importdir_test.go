@@ -14,7 +14,6 @@ import (
 
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/migratelog"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
@@ -59,10 +58,7 @@ func TestImportDir_EveryFileIsStoredVerifiedAndTheSourceKept(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			st, err := storeadmin.Open(mem.New(mem.Options{NoConditionalWrites: !cas}), testkit.Envelope(t), store.Options{Logger: quietLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := testkit.Store(t, mem.New(mem.Options{NoConditionalWrites: !cas}), store.Options{Logger: quietLogger()})
 			files := legacyFiles(t)
 			dir := writeTree(t, files)
 			l := acquire(t, st, "pod-a")

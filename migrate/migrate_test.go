@@ -142,10 +142,7 @@ func TestRun_LockOfAnotherStore_RefusesAndWritesNothing(t *testing.T) {
 
 	// Same backend, other root: another store too.
 	b := storeadmin.Backend(st)
-	rooted, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{Root: "elsewhere"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rooted := testkit.Store(t, b, store.Options{Root: "elsewhere"})
 	l2 := acquire(t, rooted, "pod-b")
 	if _, err := migrate.Run(ctx, l2, st, ms, migrate.Options{Logger: quietLogger()}); !errors.Is(err, migrate.ErrLockNotHeld) {
 		t.Fatalf("Run under the lock of another root: err = %v, want ErrLockNotHeld", err)

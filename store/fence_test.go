@@ -85,10 +85,7 @@ func TestWithFence_StalledWritePastDeadline_CutOffNeverLands(t *testing.T) {
 		ctx := t.Context()
 		inner := mem.New(mem.Options{})
 		f := fault.New(inner)
-		base, err := storeadmin.Open(f, testkit.Envelope(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		base := testkit.Store(t, f, store.Options{})
 		fence := &switchFence{}
 		fence.setDeadline(time.Now().Add(time.Second))
 		s := storeadmin.WithFence(base, fence)
@@ -101,7 +98,7 @@ func TestWithFence_StalledWritePastDeadline_CutOffNeverLands(t *testing.T) {
 		}()
 		synctest.Wait() // the put is stalled inside the storage
 		time.Sleep(2 * time.Second)
-		err = <-done
+		err := <-done
 		resume()
 		if !errors.Is(err, store.ErrFenced) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("stalled put past the deadline = %v, want ErrFenced (deadline exceeded)", err)

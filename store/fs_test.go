@@ -12,7 +12,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	fsbackend "github.com/cairnhq/state/backend/fs"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -30,20 +29,7 @@ func TestRawDirectory_FS_SecretNeverStored_FilesUnderReservedPrefix(t *testing.T
 	}
 	t.Cleanup(func() { b.(io.Closer).Close() })
 	const root = "apps/raw"
-	s, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := []byte("the-launch-code-is-0000-and-must-never-be-stored")
-	names := []string{"token", "keys/signing.pem", "db/app.sqlite", "ünïcode name"}
-	for _, n := range names {
-		if _, err := s.Put(ctx, n, secret, store.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := storeadmin.Internal(s).Put(ctx, ".lock", secret, store.PutOptions{IfAbsent: true}); err != nil {
-		t.Fatal(err)
-	}
+	s, secret, names := putSecret(t, b, root)
 	if _, err := s.Update(ctx, "counter", func([]byte, bool) ([]byte, error) { return secret, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +77,7 @@ func TestUpdate_FS_ConcurrentWriters_NoUpdateLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.(io.Closer).Close() })
-	s, err := storeadmin.Open(b, testkit.Envelope(t), store.Options{UpdateAttempts: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, b, store.Options{UpdateAttempts: 1000})
 	const writers, each = 4, 5
 	got := incrementConcurrently(t, s, writers, each)
 	if string(got) != strconv.Itoa(writers*each) {

@@ -8,7 +8,6 @@ import (
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/driver"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -19,7 +18,7 @@ import (
 func TestGuard_Copy_ReservedEitherSideRefused_OthersForwarded(t *testing.T) {
 	ctx := t.Context()
 	raw := mem.New(mem.Options{})
-	s, _ := storeadmin.Open(raw, testkit.Envelope(t), store.Options{Root: "apps/one"})
+	s := testkit.Store(t, raw, store.Options{Root: "apps/one"})
 	if _, err := s.Put(ctx, "token", []byte("secret"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}

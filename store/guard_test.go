@@ -8,7 +8,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -26,7 +25,7 @@ func TestGuard_ReservedKeys_RefusedAndNothingTouched(t *testing.T) {
 			[]string{"apps/one/data", "apps/one/.cairn-statefile", ".cairn-stately"}},
 	} {
 		raw := mem.New(mem.Options{})
-		s, _ := storeadmin.Open(raw, testkit.Envelope(t), store.Options{Root: c.root})
+		s := testkit.Store(t, raw, store.Options{Root: c.root})
 		if _, err := s.Put(ctx, "token", []byte("secret"), store.PutOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +67,7 @@ func TestGuard_ReservedKeys_RefusedAndNothingTouched(t *testing.T) {
 func TestGuard_List_HidesStateAndRefusesReservedPrefix(t *testing.T) {
 	ctx := t.Context()
 	raw := mem.New(mem.Options{})
-	s, _ := storeadmin.Open(raw, testkit.Envelope(t), store.Options{Root: "r"})
+	s := testkit.Store(t, raw, store.Options{Root: "r"})
 	for _, n := range []string{"a", "b/c"} {
 		if _, err := s.Put(ctx, n, []byte("secret"), store.PutOptions{}); err != nil {
 			t.Fatal(err)

@@ -28,10 +28,7 @@ func TestMain(m *testing.M) {
 func newStore(t testing.TB, opts store.Options) (*store.Store, backend.Backend) {
 	t.Helper()
 	b := mem.New(mem.Options{})
-	s, err := storeadmin.Open(b, testkit.Envelope(t), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, b, opts)
 	return s, b
 }
 
@@ -97,6 +94,25 @@ func (f *switchFence) trip(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.err = err
+}
+
+// putSecret opens a store under root on b and writes a known secret
+// through it under several names (returned) and under the reserved name
+// .lock: the raw tests then look for the secret in what the storage holds.
+func putSecret(t *testing.T, b backend.Backend, root string) (s *store.Store, secret []byte, names []string) {
+	t.Helper()
+	s = testkit.Store(t, b, store.Options{Root: root})
+	secret = []byte("the-launch-code-is-0000-and-must-never-be-stored")
+	names = []string{"token", "keys/signing.pem", "db/app.sqlite", "ünïcode name"}
+	for _, n := range names {
+		if _, err := s.Put(t.Context(), n, secret, store.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := storeadmin.Internal(s).Put(t.Context(), ".lock", secret, store.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return s, secret, names
 }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }

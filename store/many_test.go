@@ -11,7 +11,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -51,10 +50,7 @@ func putNumbered(t testing.TB, s *store.Store, n int) []string {
 func TestGetMany_ReadsAllInOrderWithBoundedConcurrency(t *testing.T) {
 	for _, c := range []struct{ asked, want int }{{4, 4}, {0, store.DefaultConcurrency}, {-1, store.DefaultConcurrency}} {
 		sb := &slowBackend{Backend: mem.New(mem.Options{}), delay: 10 * time.Millisecond}
-		s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testkit.Store(t, sb, store.Options{})
 		names := putNumbered(t, s, 64)
 		items, err := s.GetMany(t.Context(), names, store.ManyOptions{Concurrency: c.asked})
 		if err != nil {
@@ -171,10 +167,7 @@ func TestGetMany_BoundedByBytesInFlight(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cb := &countingBackend{Backend: mem.New(mem.Options{})}
-			s, err := storeadmin.Open(cb, testkit.Envelope(t), store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := testkit.Store(t, cb, store.Options{})
 			value := make([]byte, size)
 			var names []string
 			for i := range objects {

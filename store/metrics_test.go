@@ -41,10 +41,7 @@ func newMetered(t testing.TB, opts store.Options) *metered {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	f := fault.New(mem.New(mem.Options{}))
 	opts.MeterProvider = mp
-	st, err := storeadmin.Open(f, testkit.Envelope(t), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := testkit.Store(t, f, opts)
 	return &metered{st: st, f: f, reader: reader}
 }
 

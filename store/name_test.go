@@ -132,10 +132,7 @@ func (b *statBackend) Stat(ctx context.Context, key string) (backend.Object, err
 func TestStat_BackendWithStater_UsesIt(t *testing.T) {
 	ctx := t.Context()
 	sb := &statBackend{Backend: mem.New(mem.Options{})}
-	s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, sb, store.Options{})
 	put, err := s.Put(ctx, "a", []byte("x"), store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)

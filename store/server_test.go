@@ -12,7 +12,6 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/cairnhq/state/backend"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil"
@@ -47,10 +46,7 @@ func runRawBucketTests(t *testing.T, srv *testutil.S3Server, cas bool) {
 // a new version, and a stale version cannot match by accident (ABA).
 func testRawSameValueNewVersion(t *testing.T, u s3Under, cas bool) {
 	ctx := t.Context()
-	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, u.b, store.Options{})
 	first, err := s.Put(ctx, "same", []byte("identical value"), store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,20 +102,7 @@ func oracleObjects(t *testing.T, u s3Under) map[string][]byte {
 func testRawSecretNeverStored(t *testing.T, u s3Under) {
 	ctx := t.Context()
 	const root = "apps/raw"
-	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := []byte("the-launch-code-is-0000-and-must-never-be-stored")
-	names := []string{"token", "keys/signing.pem", "db/app.sqlite", "ünïcode name"}
-	for _, n := range names {
-		if _, err := s.Put(ctx, n, secret, store.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := storeadmin.Internal(s).Put(ctx, ".lock", secret, store.PutOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s, secret, names := putSecret(t, u.b, root)
 	if _, err := store.PutJSON(ctx, s, "json", 1, map[string]string{"k": string(secret)}, store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +128,7 @@ func testRawSecretNeverStored(t *testing.T, u s3Under) {
 
 func testRawGuard(t *testing.T, u s3Under) {
 	ctx := t.Context()
-	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{Root: "guarded"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, u.b, store.Options{Root: "guarded"})
 	if _, err := s.Put(ctx, "token", []byte("state"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +158,7 @@ func testRawConcurrentUpdates(t *testing.T, u s3Under, cas bool) {
 	if u.b.Capabilities().ConditionalWrites != cas {
 		t.Fatalf("backend conditional writes = %v, want %v", u.b.Capabilities().ConditionalWrites, cas)
 	}
-	s, err := storeadmin.Open(u.b, testkit.Envelope(t), store.Options{Root: "updates", UpdateAttempts: 200})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, u.b, store.Options{Root: "updates", UpdateAttempts: 200})
 	const writers, each = 4, 5
 	got := incrementConcurrently(t, s, writers, each)
 	if cas {

@@ -245,11 +245,11 @@ func TestGet_CopiedToAnotherName_FailsToOpen(t *testing.T) {
 func TestGet_WrongKeyOrTampered_EnvelopeErrorNamingObject(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	s, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	s := testkit.Store(t, b, store.Options{})
 	if _, err := s.Put(ctx, "token", []byte("secret"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	stranger, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	stranger := testkit.Store(t, b, store.Options{})
 	if _, _, err := stranger.Get(ctx, "token"); !errors.Is(err, envelope.ErrNoMatchingIdentity) || !strings.Contains(err.Error(), `"token"`) {
 		t.Errorf("Get with another identity = %v, want envelope.ErrNoMatchingIdentity naming the object", err)
 	}
@@ -309,11 +309,8 @@ func (endless) Read(p []byte) (int, error) {
 
 func TestGet_DeclaredOversize_RefusedWithoutReading(t *testing.T) {
 	sb := &sizedBackend{Backend: mem.New(mem.Options{}), declared: 1 << 40, body: endless{}}
-	s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{MaxObjectSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = s.Get(t.Context(), "huge")
+	s := testkit.Store(t, sb, store.Options{MaxObjectSize: 1 << 20})
+	_, _, err := s.Get(t.Context(), "huge")
 	if !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("Get = %v, want ErrTooLarge", err)
 	}
@@ -328,11 +325,8 @@ func TestGet_DeclaredOversize_RefusedWithoutReading(t *testing.T) {
 func TestGet_SizeLies_ReadStopsJustPastLimit(t *testing.T) {
 	const limit = 1 << 20
 	sb := &sizedBackend{Backend: mem.New(mem.Options{}), declared: 100, body: endless{}}
-	s, err := storeadmin.Open(sb, testkit.Envelope(t), store.Options{MaxObjectSize: limit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _, err = s.Get(t.Context(), "liar")
+	s := testkit.Store(t, sb, store.Options{MaxObjectSize: limit})
+	_, _, err := s.Get(t.Context(), "liar")
 	if !errors.Is(err, store.ErrTooLarge) {
 		t.Fatalf("Get = %v, want ErrTooLarge", err)
 	}
@@ -392,7 +386,7 @@ func TestPut_Conditions_CompareAndSwap(t *testing.T) {
 func TestPut_ConditionWithoutCAS_UnsupportedAndNothingWritten(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{NoConditionalWrites: true})
-	s, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	s := testkit.Store(t, b, store.Options{})
 	if storeadmin.ConditionalWrites(s) {
 		t.Fatal("ConditionalWrites() = true on a backend without them")
 	}
@@ -417,7 +411,7 @@ func TestPut_ConditionWithoutCAS_UnsupportedAndNothingWritten(t *testing.T) {
 func TestStat_DescribesWithoutOpening(t *testing.T) {
 	ctx := t.Context()
 	b := mem.New(mem.Options{})
-	writer, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	writer := testkit.Store(t, b, store.Options{})
 	put, err := writer.Put(ctx, "a", []byte("value"), store.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -428,7 +422,7 @@ func TestStat_DescribesWithoutOpening(t *testing.T) {
 		}
 	}
 	// A store with another key cannot open the object but can describe it.
-	stranger, _ := storeadmin.Open(b, testkit.Envelope(t), store.Options{})
+	stranger := testkit.Store(t, b, store.Options{})
 	info, err := stranger.Stat(ctx, "a")
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
@@ -114,17 +113,14 @@ func TestUpdate_AbsentThenPresent_SeesExists(t *testing.T) {
 
 func TestUpdate_NoConditionalWrites_LastWriterWins(t *testing.T) {
 	ctx := t.Context()
-	s, err := storeadmin.Open(mem.New(mem.Options{NoConditionalWrites: true}), testkit.Envelope(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testkit.Store(t, mem.New(mem.Options{NoConditionalWrites: true}), store.Options{})
 	for range 3 {
 		if _, err := s.Update(ctx, "n", increment); err != nil {
 			t.Fatalf("Update without conditional writes: %v", err)
 		}
 	}
 	// A writer that gets in between is overwritten: last writer wins.
-	_, err = s.Update(ctx, "n", func(old []byte, exists bool) ([]byte, error) {
+	_, err := s.Update(ctx, "n", func(old []byte, exists bool) ([]byte, error) {
 		if _, err := s.Put(ctx, "n", []byte("theirs"), store.PutOptions{}); err != nil {
 			return nil, err
 		}

@@ -21,10 +21,7 @@ import (
 func TestFencedWrite_RequestsPerWrite(t *testing.T) {
 	ctx := t.Context()
 	f := fault.New(mem.New(mem.Options{}))
-	base, err := storeadmin.Open(f, testkit.Envelope(t), store.Options{Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	base := testkit.Store(t, f, store.Options{Logger: quiet()})
 	if _, err := base.Put(ctx, "read", []byte("v0"), store.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
