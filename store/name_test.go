@@ -8,8 +8,6 @@ import (
 	"testing"
 	"unicode"
 
-	"filippo.io/age"
-
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
 	"github.com/cairnhq/state/internal/secret"
@@ -20,14 +18,7 @@ import (
 )
 
 func TestValidateName_ASecret_RefusedWithoutRepeatingIt(t *testing.T) {
-	x, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pq, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, pq := testkit.Identity(t), testkit.HybridIdentity(t)
 	for _, name := range []string{
 		x.String(), "app/" + x.String(), strings.ToLower(x.String()),
 		pq.String(), "keys/" + pq.String(),

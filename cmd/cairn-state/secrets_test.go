@@ -11,8 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"filippo.io/age"
-
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -217,14 +216,7 @@ type batterySecret struct {
 
 func batterySecrets(t *testing.T) []batterySecret {
 	t.Helper()
-	x, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pq, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, pq := testkit.Identity(t), testkit.HybridIdentity(t)
 	sshKey, err := os.ReadFile("../../internal/envelope/testdata/keys/ssh_ed25519")
 	if err != nil {
 		t.Fatal(err)

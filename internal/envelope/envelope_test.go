@@ -15,9 +15,14 @@ import (
 	"filippo.io/age/agessh"
 )
 
-func newX25519(t testing.TB) *age.X25519Identity {
+func newX25519(t testing.TB) *age.X25519Identity { return generate(t, age.GenerateX25519Identity) }
+
+func newHybrid(t testing.TB) *age.HybridIdentity { return generate(t, age.GenerateHybridIdentity) }
+
+// generate returns a fresh identity from gen; the test fails if gen does.
+func generate[I age.Identity](t testing.TB, gen func() (I, error)) I {
 	t.Helper()
-	id, err := age.GenerateX25519Identity()
+	id, err := gen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +80,7 @@ func isDetected(err error) bool {
 }
 
 func TestSealOpen_EveryIdentityType_RoundTrips(t *testing.T) {
-	hybrid, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hybrid := newHybrid(t)
 	pass := newTestPassphrase(t, "correct horse battery staple", 10)
 	cases := []struct {
 		name string
@@ -412,10 +414,7 @@ func TestSeal_SameIdentityTwice_OneStanza(t *testing.T) {
 
 func TestNew_RefusesUnusableConfigurations(t *testing.T) {
 	pass := newTestPassphrase(t, "pw", 1)
-	hybrid, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hybrid := newHybrid(t)
 	bareSSH, err := agessh.ParseIdentity(sshEd25519PEM(t))
 	if err != nil {
 		t.Fatal(err)

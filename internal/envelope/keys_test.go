@@ -126,18 +126,12 @@ func TestLoadIdentityFile_NamesThePath(t *testing.T) {
 
 func TestParseRecipient(t *testing.T) {
 	x := newX25519(t)
-	hybrid, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hybrid := newHybrid(t)
 	ed := parseSSH(t, sshEd25519PEM(t))
 	rsa := parseSSH(t, sshRSAPEM(t))
 	edLine := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(mustSSHPub(t, ed))))
 	rsaLine := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(mustSSHPub(t, rsa))))
-	otherHybrid, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	otherHybrid := newHybrid(t)
 	valid := []struct {
 		name, s        string
 		writer, opener age.Identity

@@ -64,10 +64,7 @@ func TestNew_ZeroValueIdentities_Refused(t *testing.T) {
 // in every shape, and no part of it is echoed.
 func TestParseRecipient_SecretInAnyShape_RefusedWithoutEcho(t *testing.T) {
 	x := newX25519(t)
-	hybrid, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hybrid := newHybrid(t)
 	pemKey := strings.TrimSpace(string(sshEd25519PEM(t)))
 	secrets := map[string]string{
 		"X25519":  x.String(),
@@ -216,10 +213,7 @@ func insertAgeStanza(t testing.TB, ageFile, fileKey []byte, raw string) []byte {
 // key; ours name the line and its shape only.
 func TestParseIdentities_MalformedKey_ErrorQuotesNothing(t *testing.T) {
 	good := newX25519(t).String()
-	hybrid, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	hybrid := newHybrid(t)
 	corrupt := good[:20] + "b" + good[21:] // 'b' is not in the Bech32 alphabet
 	last := "Q"                            // another last character: the checksum no longer holds
 	if strings.HasSuffix(good, last) {

@@ -204,10 +204,7 @@ func TestX25519Recipient_LowOrderPointRefused(t *testing.T) {
 }
 
 func TestFastRecipient_OtherTypesUnchanged(t *testing.T) {
-	h, err := age.GenerateHybridIdentity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := newHybrid(t)
 	r := h.Recipient()
 	if got := fastRecipient(r); got != age.Recipient(r) {
 		t.Fatalf("hybrid recipient replaced by %T", got)

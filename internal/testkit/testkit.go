@@ -90,7 +90,18 @@ func (s *SyncBuffer) String() string {
 // Identity returns a fresh X25519 identity.
 func Identity(t testing.TB) *age.X25519Identity {
 	t.Helper()
-	id, err := age.GenerateX25519Identity()
+	return generate(t, age.GenerateX25519Identity)
+}
+
+// HybridIdentity returns a fresh post-quantum hybrid identity.
+func HybridIdentity(t testing.TB) *age.HybridIdentity {
+	t.Helper()
+	return generate(t, age.GenerateHybridIdentity)
+}
+
+func generate[I age.Identity](t testing.TB, gen func() (I, error)) I {
+	t.Helper()
+	id, err := gen()
 	if err != nil {
 		t.Fatal(err)
 	}
