@@ -92,6 +92,20 @@ type ack struct {
 	at  time.Time
 }
 
+// startWriter runs a writer of prefix on b until the stop it returns is
+// called (or the test ends), and waits for its first 20 writes.
+func startWriter(t *testing.T, b backend.Backend, prefix string) (w *writer, stop func()) {
+	t.Helper()
+	w = &writer{b: b, prefix: prefix}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.run(ctx) }()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	waitFor(t, 30*time.Second, "the writer made no 20 writes", func() bool { return w.count() >= 20 })
+	return w, stop
+}
+
 func (w *writer) run(ctx context.Context) {
 	for i := 0; ctx.Err() == nil; i++ {
 		key := fmt.Sprintf("%s/%06d", w.prefix, i)
@@ -191,13 +205,7 @@ func TestCluster_NodeKilledUnderTheClient_WritesContinueNoAckLost(t *testing.T) 
 	c := garageserver.StartCluster(t, 3)
 	bucket := c.NewBucket(t)
 	b := clusterBackend(t, c, bucket, nil)
-	w := &writer{b: b, prefix: "killed"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	waitFor(t, 30*time.Second, "the writer made no 20 writes", func() bool { return w.count() >= 20 })
+	w, stop := startWriter(t, b, "killed")
 	victim := nodeAt(t, c, b.CurrentEndpoint())
 	killed := time.Now()
 	victim.Kill(t)
@@ -206,8 +214,7 @@ func TestCluster_NodeKilledUnderTheClient_WritesContinueNoAckLost(t *testing.T) 
 	next, _ := w.firstAckAfter(killed)
 	t.Logf("failover: kill of node %d → next acknowledged write: %v", victim.Index+1, next.Sub(killed).Round(time.Millisecond))
 	waitFor(t, 30*time.Second, "writes stopped landing after the failover", func() bool { return w.count() >= before+50 })
-	cancel()
-	<-done
+	stop()
 	if b.CurrentEndpoint() == victim.Endpoint {
 		t.Errorf("still on the killed node's endpoint %s", victim.Endpoint)
 	}
@@ -231,13 +238,7 @@ func TestCluster_NodePausedUnderTheClient_NoAckLostAfterResume(t *testing.T) {
 	bucket := c.NewBucket(t)
 	const responseTimeout = 5 * time.Second
 	b := clusterBackend(t, c, bucket, func(o *s3.Options) { o.ResponseTimeout = responseTimeout })
-	w := &writer{b: b, prefix: "paused"}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); w.run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	waitFor(t, 30*time.Second, "the writer made no 20 writes", func() bool { return w.count() >= 20 })
+	w, stop := startWriter(t, b, "paused")
 	victim := nodeAt(t, c, b.CurrentEndpoint())
 	paused := time.Now()
 	victim.Pause(t)
@@ -255,8 +256,7 @@ func TestCluster_NodePausedUnderTheClient_NoAckLostAfterResume(t *testing.T) {
 	resumedAt, resumed := time.Now(), w.count()
 	waitFor(t, 3*time.Minute, "writes stopped landing after the resume", func() bool { return w.count() >= resumed+30 })
 	t.Logf("%v after the resume: 30 more writes", time.Since(resumedAt).Round(time.Millisecond))
-	cancel()
-	<-done
+	stop()
 	if len(w.errs) > 0 {
 		t.Errorf("%d writes failed; the first: %v", len(w.errs), w.errs[0])
 	}

@@ -25,24 +25,13 @@ func TestHungEndpoint_AcceptsNeverAnswers_FailsWithin30sNamingIt(t *testing.T) {
 	t.Parallel()
 	endpoint := testserver.SilentEndpoint(t)
 	b := defaultBackend(t, endpoint)
-	start := time.Now()
-	err := b.List(t.Context(), "", func(backend.Object) error { return nil })
-	elapsed := time.Since(start)
-	if err == nil {
-		t.Fatal("List against a server that never answers succeeded")
-	}
-	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
-	if elapsed > 30*time.Second {
-		t.Errorf("List took %v, want at most 30s with the default timeouts", elapsed)
-	}
+	elapsed, err := failsWithin(t, "List against a server that never answers", 30*time.Second, func() error {
+		return b.List(t.Context(), "", func(backend.Object) error { return nil })
+	})
 	if elapsed < s3diag.DefaultResponseTimeout {
 		t.Errorf("List gave up after %v, before one response timeout (%v)", elapsed, s3diag.DefaultResponseTimeout)
 	}
-	for _, want := range []string{endpoint, "sent no response headers within 8s", "response timeout", "3 attempts"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
+	errorSays(t, err, endpoint, "sent no response headers within 8s", "response timeout", "3 attempts")
 	if errors.Is(err, backend.ErrNotFound) || errors.Is(err, backend.ErrPermission) {
 		t.Errorf("a hung endpoint reads as %v", err)
 	}
@@ -58,17 +47,34 @@ func TestHungEndpoint_NeverAccepts_ConnectTimeoutNamesIt(t *testing.T) {
 	t.Parallel()
 	endpoint := testserver.NeverAcceptingEndpoint(t)
 	b := defaultBackend(t, endpoint)
+	_, err := failsWithin(t, "Put against a listener that never accepts", 30*time.Second, func() error {
+		_, err := b.Put(t.Context(), "k", []byte("v"), backend.PutOptions{})
+		return err
+	})
+	errorSays(t, err, endpoint, "did not accept a connection within 5s", "connect timeout")
+}
+
+// failsWithin runs op, named what in messages, which must fail, and at
+// most limit after it started; it returns how long op took and its error.
+func failsWithin(t *testing.T, what string, limit time.Duration, op func() error) (time.Duration, error) {
+	t.Helper()
 	start := time.Now()
-	_, err := b.Put(t.Context(), "k", []byte("v"), backend.PutOptions{})
+	err := op()
 	elapsed := time.Since(start)
 	if err == nil {
-		t.Fatal("Put against a listener that never accepts succeeded")
+		t.Fatalf("%s succeeded", what)
 	}
 	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
-	if elapsed > 30*time.Second {
-		t.Errorf("Put took %v, want at most 30s with the default timeouts", elapsed)
+	if elapsed > limit {
+		t.Errorf("%s took %v, want at most %v", what, elapsed, limit)
 	}
-	for _, want := range []string{endpoint, "did not accept a connection within 5s", "connect timeout"} {
+	return elapsed, err
+}
+
+// errorSays fails the test for each of wants that err's message lacks.
+func errorSays(t *testing.T, err error, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -103,21 +109,11 @@ func TestStoppedEndpoint_ConnectionRefused_FailsFastNamingIt(t *testing.T) {
 	endpoint := "http://" + l.Addr().String()
 	l.Close()
 	b := defaultBackend(t, endpoint)
-	start := time.Now()
-	_, _, err = b.Get(t.Context(), "k")
-	elapsed := time.Since(start)
-	if err == nil {
-		t.Fatal("Get against a closed port succeeded")
-	}
-	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
-	if elapsed > time.Second {
-		t.Errorf("Get took %v against a refused connection", elapsed)
-	}
-	for _, want := range []string{endpoint, "3 attempts", "connection refused"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
-		}
-	}
+	_, err = failsWithin(t, "Get against a closed port", time.Second, func() error {
+		_, _, err := b.Get(t.Context(), "k")
+		return err
+	})
+	errorSays(t, err, endpoint, "3 attempts", "connection refused")
 }
 
 // A server that accepts and never reads: a large request body stops
@@ -149,17 +145,10 @@ func TestHungEndpoint_NeverReadsTheBody_GivenUpAfterTheResponseTimeout(t *testin
 		o.ResponseTimeout = 500 * time.Millisecond
 		o.MaxAttempts = 1
 	})
-	start := time.Now()
-	_, err = b.Put(t.Context(), "big", make([]byte, 64<<20), backend.PutOptions{})
-	elapsed := time.Since(start)
-	if err == nil {
-		t.Fatal("Put to a server that never reads succeeded")
-	}
-	t.Logf("after %v: %v", elapsed.Round(time.Millisecond), err)
-	if elapsed > 10*time.Second {
-		t.Errorf("Put took %v; the body stopped flowing long before", elapsed)
-	}
-	if !strings.Contains(err.Error(), "stopped taking the request") {
-		t.Errorf("error %q does not say the server stopped taking the request", err)
-	}
+	// The body stops flowing long before the limit.
+	_, err = failsWithin(t, "Put to a server that never reads", 10*time.Second, func() error {
+		_, err := b.Put(t.Context(), "big", make([]byte, 64<<20), backend.PutOptions{})
+		return err
+	})
+	errorSays(t, err, "stopped taking the request")
 }
