@@ -22,21 +22,9 @@ type historyFacts struct {
 }
 
 func (d *doctor) checkHistory(ctx context.Context) {
-	if !d.storage {
-		d.skip(checkHistory, d.why)
-		return
-	}
-	if d.noStore {
-		d.skip(checkHistory, "there is no store yet")
-		return
-	}
-	st := d.store
+	st := d.storeFor(ctx, checkHistory)
 	if st == nil {
-		var err error
-		if st, err = d.connect(ctx, nil); err != nil {
-			d.skip(checkHistory, "the store could not be connected to: "+cause(err))
-			return
-		}
+		return
 	}
 	u, err := storeadmin.HistoryUsageOf(ctx, st)
 	if err != nil {

@@ -118,6 +118,28 @@ func (d *doctor) connect(ctx context.Context, ids []age.Identity) (*store.Store,
 	return boot.Connect(ctx, d.b, store.Keys{Identities: ids}, o)
 }
 
+// storeFor is the store the check called name reads: the one the
+// membership check connected through its manifest, else a keyless
+// connection (objects seen, not opened). With no storage, no store yet,
+// or no connection, it skips the check, saying why, and returns nil.
+func (d *doctor) storeFor(ctx context.Context, name string) *store.Store {
+	switch {
+	case !d.storage:
+		d.skip(name, d.why)
+	case d.noStore:
+		d.skip(name, "there is no store yet")
+	case d.store != nil:
+		return d.store
+	default:
+		st, err := d.connect(ctx, nil)
+		if err == nil {
+			return st
+		}
+		d.skip(name, "the store could not be connected to: "+cause(err))
+	}
+	return nil
+}
+
 // checkRecordedMode compares the lock mode the store recorded at its
 // creation, which every instance uses without probing, with what the
 // storage does now (the probe's finding, or the URL's forced mode).
@@ -155,22 +177,9 @@ func (d *doctor) storageError(name, what string, err error) {
 // checkRekey tells whether a rekey was interrupted: its progress record
 // is there, with how far it got and the command that resumes it.
 func (d *doctor) checkRekey(ctx context.Context) {
-	if !d.storage {
-		d.skip(checkRekey, d.why)
-		return
-	}
-	if d.noStore {
-		d.skip(checkRekey, "there is no store yet")
-		return
-	}
-	st := d.store // connected through its manifest
+	st := d.storeFor(ctx, checkRekey) // keyless, the record is seen, not read
 	if st == nil {
-		var err error
-		// Keyless: the record is seen, not read.
-		if st, err = d.connect(ctx, nil); err != nil {
-			d.skip(checkRekey, "the store could not be connected to: "+cause(err))
-			return
-		}
+		return
 	}
 	i, err := rekey.ReadProgress(ctx, st)
 	switch {
