@@ -115,25 +115,6 @@ func TestSecrets_SecretKeyWhereARecipientOrPathBelongs_NeverEchoed_SaysWhatWasWr
 	}
 }
 
-// secretURLs are store URLs carrying credentials in each place one can
-// hide, with the substrings that must never be printed. The endpoints are
-// closed ports: every command fails, and the failure must not echo them.
-var secretURLs = []struct {
-	name    string
-	url     string
-	secrets []string
-}{
-	{"userinfo", "s3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"userinfo, upper-case scheme", "S3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"quoted userinfo", `"s3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1"`, []string{"AKIDUSER", "SECRETPASS"}},
-	{"endpoint userinfo", "s3://bucket?endpoint=http://AKIDUSER:SECRETPASS@127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"endpoint userinfo, encoded", "s3://bucket?endpoint=http%3A%2F%2FAKIDUSER%3ASECRETPASS%40127.0.0.1%3A1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"endpoint userinfo, no scheme", "s3://bucket?endpoint=AKIDUSER:SECRETPASS@127.0.0.1:1", []string{"AKIDUSER", "SECRETPASS"}},
-	{"query token", "s3://bucket?endpoint=http://127.0.0.1:1&region=x&X-Amz-Security-Token=SECRETTOKEN", []string{"SECRETTOKEN"}},
-	{"query secret key, lower-case", "s3://bucket?endpoint=http://127.0.0.1:1&aws_secret_access_key=secretpass", []string{"secretpass"}},
-	{"file userinfo", "file://AKIDUSER:SECRETPASS@localhost/tmp/x", []string{"AKIDUSER", "SECRETPASS"}},
-}
-
 func TestSecrets_CredentialsInTheURL_NeverPrinted_NotEvenInJSONOrLogs(t *testing.T) {
 	dir := t.TempDir()
 	tg := &target{dir: dir}
@@ -142,17 +123,17 @@ func TestSecrets_CredentialsInTheURL_NeverPrinted_NotEvenInJSONOrLogs(t *testing
 	// endpoint, so that the failures are network errors, logged and
 	// returned.
 	env := []string{"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_EC2_METADATA_DISABLED=true"}
-	for _, c := range secretURLs {
+	for _, c := range testkit.SecretURLs {
 		for _, args := range [][]string{
 			{"ls"}, {"ls", "--json"}, {"ls", "--verbose"}, {"put", "x", "--identity", id, "--verbose", "--json"}, {"lock", "status", "--json"},
 		} {
-			r := (&target{dir: dir}).cliEnv(t, []byte("v"), append(env, "CAIRN_STATE_URL="+c.url), args...)
+			r := (&target{dir: dir}).cliEnv(t, []byte("v"), append(env, "CAIRN_STATE_URL="+c.URL), args...)
 			if r.code == exitOK {
-				t.Errorf("%s %v succeeded against a closed port: %s", c.name, args, r)
+				t.Errorf("%s %v succeeded against a closed port: %s", c.Name, args, r)
 			}
-			for _, s := range c.secrets {
+			for _, s := range c.Secrets {
 				if strings.Contains(r.stdout+r.stderr, s) {
-					t.Errorf("%s %v printed %q:\n%s", c.name, args, s, r)
+					t.Errorf("%s %v printed %q:\n%s", c.Name, args, s, r)
 				}
 			}
 		}

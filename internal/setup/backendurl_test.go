@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/internal/setup"
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 func TestOpenBackend_MustExist_MissingDirectory_ErrNoStoreAndCreatesNothing(t *testing.T) {
@@ -66,40 +67,20 @@ func TestOpenBackend_S3SchemeIsCaseInsensitive(t *testing.T) {
 	}
 }
 
-// secretURLs are URLs with credentials in each place one can hide, with the
-// substrings that must never be printed.
-var secretURLs = []struct {
-	name    string
-	url     string
-	secrets []string
-}{
-	{"userinfo", "s3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"userinfo, upper-case scheme", "S3://AKIDUSER:SECRETPASS@bucket?endpoint=http://127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"user only", "s3://SECRETUSERONLY@bucket?endpoint=http://127.0.0.1:1", []string{"SECRETUSERONLY"}},
-	{"endpoint userinfo", "s3://bucket?endpoint=http://AKIDUSER:SECRETPASS@127.0.0.1:1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"endpoint userinfo, encoded", "s3://bucket?endpoint=http%3A%2F%2FAKIDUSER%3ASECRETPASS%40127.0.0.1%3A1&region=x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"endpoint without scheme", "s3://bucket?endpoint=AKIDUSER:SECRETPASS@127.0.0.1:1", []string{"AKIDUSER", "SECRETPASS"}},
-	{"query token", "s3://bucket?endpoint=http://127.0.0.1:1&region=x&X-Amz-Security-Token=SECRETTOKEN", []string{"SECRETTOKEN"}},
-	{"query secret key", "s3://bucket?endpoint=http://127.0.0.1:1&aws_secret_access_key=SECRETPASS", []string{"SECRETPASS"}},
-	{"file userinfo", "file://AKIDUSER:SECRETPASS@localhost/tmp/x", []string{"AKIDUSER", "SECRETPASS"}},
-	{"unparsable", "s3://AKIDUSER:SECRETPASS@bucket/%zz?endpoint=http://127.0.0.1:1", []string{"AKIDUSER", "SECRETPASS"}},
-	{"unknown scheme", "ftp://AKIDUSER:SECRETPASS@host/x", []string{"AKIDUSER", "SECRETPASS"}},
-}
-
 func TestRedactURL_HidesEveryCredential_KeepsTheRest(t *testing.T) {
-	for _, c := range secretURLs {
-		t.Run(c.name, func(t *testing.T) {
-			got := setup.RedactURL(c.url)
-			for _, s := range c.secrets {
+	for _, c := range testkit.SecretURLs {
+		t.Run(c.Name, func(t *testing.T) {
+			got := setup.RedactURL(c.URL)
+			for _, s := range c.Secrets {
 				if strings.Contains(got, s) {
-					t.Errorf("RedactURL(%q) = %q still holds %q", c.url, got, s)
+					t.Errorf("RedactURL(%q) = %q still holds %q", c.URL, got, s)
 				}
 			}
 			if !strings.Contains(got, "REDACTED") {
-				t.Errorf("RedactURL(%q) = %q does not say what it hid", c.url, got)
+				t.Errorf("RedactURL(%q) = %q does not say what it hid", c.URL, got)
 			}
-			msg := setup.RedactURLIn("failed: "+c.url+" (user "+c.secrets[0]+")", c.url)
-			for _, s := range c.secrets {
+			msg := setup.RedactURLIn("failed: "+c.URL+" (user "+c.Secrets[0]+")", c.URL)
+			for _, s := range c.Secrets {
 				if strings.Contains(msg, s) {
 					t.Errorf("RedactURLIn: %q still holds %q", msg, s)
 				}
@@ -125,13 +106,13 @@ func TestOpenBackend_CredentialsInURL_NeverInErrorsOrLogs(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	for _, c := range secretURLs {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range testkit.SecretURLs {
+		t.Run(c.Name, func(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			ctx, cancel := context.WithTimeout(context.Background(), 30e9)
 			defer cancel()
-			b, _, err := setup.OpenBackend(ctx, c.url, setup.BackendOptions{Logger: logger})
+			b, _, err := setup.OpenBackend(ctx, c.URL, setup.BackendOptions{Logger: logger})
 			if err == nil {
 				if c, ok := b.(interface{ Close() error }); ok {
 					c.Close()
@@ -142,7 +123,7 @@ func TestOpenBackend_CredentialsInURL_NeverInErrorsOrLogs(t *testing.T) {
 			if err != nil {
 				out += err.Error()
 			}
-			for _, s := range c.secrets {
+			for _, s := range c.Secrets {
 				if strings.Contains(out, s) {
 					t.Errorf("%q printed:\n%s", s, out)
 				}
