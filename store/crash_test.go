@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -12,12 +11,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"filippo.io/age"
 
 	"github.com/cairnhq/state/backend/fs"
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 )
 
@@ -83,10 +84,7 @@ func helper(role string) error {
 func TestKeepBehind_SIGKILLBetweenWriteAndKeep_NextHolderKeepsIt(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := testkit.Identity(t)
 	b, err := fs.New(dir, fs.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -97,29 +95,15 @@ func TestKeepBehind_SIGKILLBetweenWriteAndKeep_NextHolderKeepsIt(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=write-then-hang", "FS_DIR="+dir, "IDENTITY="+id.String())
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("the child said %q: %v", line, err)
-	}
+	child := testkit.StartProc(t, cmd)
+	line := child.WaitStdout(t, "", time.Minute)
 	written, ok := strings.CutPrefix(strings.TrimSpace(line), "written ")
 	if !ok {
 		t.Fatalf("the child said %q", line)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil {
-		t.Fatal("the child exited on its own")
+	child.Signal(t, syscall.SIGKILL)
+	if code := child.Wait(t, time.Minute); code != -1 {
+		t.Fatalf("the child exited on its own (exit %d)", code)
 	}
 	entry := filepath.Join(dir, `.cairn-state\`, `.history\`, `app\`, `k\`, written)
 	if _, err := os.Stat(filepath.Join(filepath.Dir(entry), "1.1")); err != nil {

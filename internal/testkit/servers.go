@@ -2,7 +2,6 @@ package testkit
 
 import (
 	"bytes"
-	"io"
 	"testing"
 
 	"github.com/cairnhq/state/backend"
@@ -49,12 +48,7 @@ func RoundTrip(t *testing.T, srv *testutil.S3Server) backend.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer obj.Close()
-	got, err := io.ReadAll(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, []byte("hello")) {
+	if got := readClose(t, obj); !bytes.Equal(got, []byte("hello")) {
 		t.Errorf("oracle read %q, want %q", got, "hello")
 	}
 	return b

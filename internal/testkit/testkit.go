@@ -44,6 +44,12 @@ func Read(t testing.TB, b backend.Backend, key string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return readClose(t, rc)
+}
+
+// readClose reads rc to its end and closes it.
+func readClose(t testing.TB, rc io.ReadCloser) []byte {
+	t.Helper()
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
 	if err != nil {
