@@ -3,6 +3,7 @@ package state_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -40,7 +41,7 @@ func TestOpen_IdentityFileReadableByOthers_WarnsNamingFileAndMode_AndStillBoots(
 			t.Errorf("mode %04o: warned %v, want %v:\n%s", c.mode, warned, c.warn, logs.String())
 		}
 		if c.warn {
-			want := []string{"file=" + path, "mode=" + fmtMode(c.mode), "chmod 600"}
+			want := []string{"file=" + path, "mode=" + fmt.Sprintf("%04o", c.mode.Perm()), "chmod 600"}
 			for _, w := range want {
 				if !strings.Contains(logs.String(), w) {
 					t.Errorf("mode %04o: warning lacks %q:\n%s", c.mode, w, logs.String())
@@ -48,10 +49,4 @@ func TestOpen_IdentityFileReadableByOthers_WarnsNamingFileAndMode_AndStillBoots(
 			}
 		}
 	}
-}
-
-func fmtMode(m os.FileMode) string {
-	const digits = "01234567"
-	p := uint32(m.Perm())
-	return string([]byte{'0', digits[p>>6&7], digits[p>>3&7], digits[p&7]})
 }

@@ -33,8 +33,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// identityFile writes a fresh identity to a 0600 file and returns its path
-// and recipient.
+// openT opens an instance with cfg (logging nowhere unless cfg has a
+// logger) and closes it when the test ends.
 func openT(t *testing.T, cfg state.Config) *state.Instance {
 	t.Helper()
 	if cfg.Logger == nil {

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestDoctor_WorldReadableIdentityFile_FailsTheIdentityLine(t *testing.T) {
 		r, doc := tg.doctor(t, env)
 		r.must(t, exitFail)
 		tg.checkHumanOutput(t, env, doc)
-		doc.wantCheck(t, checkIdentity, statusFail, id, "mode "+fmtMode(mode), "chmod 600 "+id)
+		doc.wantCheck(t, checkIdentity, statusFail, id, "mode "+fmt.Sprintf("%04o", mode.Perm()), "chmod 600 "+id)
 		doc.wantCheck(t, checkMembership, statusSkip)
 		doc.wantCheck(t, checkLock, statusOK) // the storage is fine
 	}

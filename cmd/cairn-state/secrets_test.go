@@ -160,7 +160,7 @@ func TestIdentityFile_AccessibleByOthers_RefusedNamingFileModeAndFix(t *testing.
 				t.Fatal(err)
 			}
 			r := tg.cli(t, []byte("v"), c.args...).must(t, exitUsage)
-			for _, want := range []string{c.file, "mode " + fmtMode(mode), "chmod 600 " + c.file} {
+			for _, want := range []string{c.file, "mode " + fmt.Sprintf("%04o", mode.Perm()), "chmod 600 " + c.file} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("%04o %v: stderr lacks %q:\n%s", mode, c.args, want, r)
 				}
@@ -179,12 +179,6 @@ func TestIdentityFile_AccessibleByOthers_RefusedNamingFileModeAndFix(t *testing.
 		t.Errorf("objects after refused writes: %+v", ls.Objects)
 	}
 	tg.cli(t, nil, "get", "x", "--identity", id).must(t, exitOK)
-}
-
-func fmtMode(m os.FileMode) string {
-	const digits = "01234567"
-	p := uint32(m.Perm())
-	return string([]byte{'0', digits[p>>6&7], digits[p>>3&7], digits[p&7]})
 }
 
 // batterySecret is one secret of a kind, and the strings that must never
