@@ -311,22 +311,11 @@ func TestConnect_Recovery_OpensApplicationObjectsOnly_NeverReservedOnes(t *testi
 	m, _ := storeadmin.Manifest(st)
 	// A forger who knows only the public recipient and the store id (both
 	// visible) seals to the recovery recipient with a throwaway key.
-	forger := testkit.Identity(t)
-	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{recovery.Recipient(), forger.Recipient()},
-		envelope.Options{StoreID: m.ID, ExactRecipients: true})
-
-	if err != nil {
-		t.Fatal(err)
-	}
+	forged := map[string]string{}
 	for _, name := range []string{"config/admins", ".migrations", ".lock-epoch", ".rekey"} {
-		sealed, err := forge.Seal(name, []byte("forged "+name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Put(ctx, store.Prefix+name, sealed, backend.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		forged[name] = "forged " + name
 	}
+	testkit.Forge(t, b, store.Prefix, m.ID, recovery.Recipient(), forged)
 	withRecovery := k
 	withRecovery.Recovery = []age.Identity{recovery}
 	for _, r := range []*store.Store{mustConnect(t, b, withRecovery, true), mustConnect(t, b, store.Keys{Recovery: []age.Identity{recovery}}, false)} {

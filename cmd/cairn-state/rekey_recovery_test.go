@@ -12,13 +12,12 @@ import (
 
 	"filippo.io/age"
 
-	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *testing.T) {
-	ctx := t.Context()
 	tg := fsTarget(t)
 	lostID, _ := tg.keygen(t, "lost.txt")
 	recoveryID, recovery := tg.keygen(t, "recovery.txt")
@@ -34,27 +33,11 @@ func TestRekey_OnlyTheRecoveryKeySurvives_RecoversWithAllowUnauthenticated(t *te
 	if err != nil {
 		t.Fatal(err)
 	}
-	forger, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
 	rr, err := envelope.ParseRecipient(recovery)
 	if err != nil {
 		t.Fatal(err)
 	}
-	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{rr, forger.Recipient()}, envelope.Options{StoreID: hdr.StoreID, ExactRecipients: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, value := range map[string]string{"config/admins": "mallory", storemeta.MigrationLogName: `{"forged":true}`} {
-		sealed, err := forge.Seal(name, []byte(value))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tg.raw.Put(ctx, tg.key(name), sealed, backend.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.Forge(t, tg.raw, tg.key(""), hdr.StoreID, rr, map[string]string{"config/admins": "mallory", storemeta.MigrationLogName: `{"forged":true}`})
 	forgedLog := rawBytes(t, tg, storemeta.MigrationLogName)
 	if err := os.Remove(lostID); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/mem"
-	"github.com/cairnhq/state/internal/envelope"
 	"github.com/cairnhq/state/internal/rekey"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/testkit"
@@ -231,22 +230,7 @@ func TestRun_DryRunWithRecovery_ListsForgeriesWritesNothing_ReservedNeverOpened(
 		t.Fatal(err)
 	}
 	m, _ := storeadmin.Manifest(st)
-	forger := testkit.Identity(t)
-	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{recovery.Recipient(), forger.Recipient()},
-		envelope.Options{StoreID: m.ID, ExactRecipients: true})
-
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"config/admins", ".migrations", ".lock-epoch"} {
-		sealed, err := forge.Seal(name, []byte("forged"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Put(ctx, store.Prefix+name, sealed, backend.PutOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testkit.Forge(t, b, store.Prefix, m.ID, recovery.Recipient(), map[string]string{"config/admins": "forged", ".migrations": "forged", ".lock-epoch": "forged"})
 	before := testkit.Snapshot(t, b)
 	opts := rekey.Options{Identities: []age.Identity{newKey}, Recipients: []age.Recipient{recovery.Recipient()},
 		Recovery: []age.Identity{recovery}, DryRun: true, Lock: lock.Options{InstanceID: "rekey"}, Logger: quiet()}

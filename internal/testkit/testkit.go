@@ -150,3 +150,26 @@ func Store(t testing.TB, b backend.Backend, opts store.Options) *store.Store {
 	}
 	return st
 }
+
+// Forge writes objects (name → value) as a forger who knows only a
+// store's id and one of its public recipients, r (both visible in the
+// bucket), could: sealed with a throwaway key to r and to itself, bound
+// to the store, each put on b at prefix+name.
+func Forge(t testing.TB, b backend.Backend, prefix string, store envelope.StoreID, r age.Recipient, objects map[string]string) {
+	t.Helper()
+	forger := Identity(t)
+	forge, err := envelope.New([]age.Identity{forger}, []age.Recipient{r, forger.Recipient()},
+		envelope.Options{StoreID: store, ExactRecipients: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, value := range objects {
+		sealed, err := forge.Seal(name, []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Put(context.Background(), prefix+name, sealed, backend.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
