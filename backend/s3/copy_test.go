@@ -168,10 +168,7 @@ func (cs *copyServer) serve(w http.ResponseWriter, r *http.Request) {
 // nothing, rather than copying whatever the source holds.
 func TestCopy_ServerIgnoringSourceCondition_ProbeFindsIt_CopyRefusedUnsent(t *testing.T) {
 	cs, endpoint := startCopyServer(t, false, false)
-	b, err := scriptedBackend(t, endpoint, s3.ConditionalAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, endpoint, s3.ConditionalAuto)
 	res, err := b.ProbeCopy(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -201,10 +198,7 @@ func TestCopy_ServerIgnoringSourceCondition_ProbeFindsIt_CopyRefusedUnsent(t *te
 // conditional=auto (AWS S3 documents both).
 func TestCopy_ServerEnforcingBothConditions_BothUsed(t *testing.T) {
 	_, endpoint := startCopyServer(t, true, true)
-	b, err := scriptedBackend(t, endpoint, s3.ConditionalAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, endpoint, s3.ConditionalAuto)
 	src, err := b.Put(t.Context(), "src", []byte("x"), backend.PutOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -224,10 +218,7 @@ func TestCopy_ServerEnforcingBothConditions_BothUsed(t *testing.T) {
 // started; that is a failure, retried like a 5xx, never a success.
 func TestCopy_ErrorInA200Answer_RetriedNotTakenForSuccess(t *testing.T) {
 	cs, endpoint := startCopyServer(t, true, false)
-	b, err := scriptedBackend(t, endpoint, s3.ConditionalOff)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, endpoint, s3.ConditionalOff)
 	if _, err := b.Put(t.Context(), "src", []byte("x"), backend.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -249,10 +240,7 @@ func TestCopy_ErrorInA200Answer_RetriedNotTakenForSuccess(t *testing.T) {
 // not read as a space, and every byte survives.
 func TestCopy_SourceHeaderPercentEncodesTheKey(t *testing.T) {
 	cs, endpoint := startCopyServer(t, true, false)
-	b, err := scriptedBackend(t, endpoint, s3.ConditionalOff)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, endpoint, s3.ConditionalOff)
 	key := "a+b c/ü?#%&=~_-."
 	if _, err := b.Put(t.Context(), key, []byte("x"), backend.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -272,10 +260,7 @@ func TestCopy_SourceHeaderPercentEncodesTheKey(t *testing.T) {
 // and the copy probe never runs.
 func TestCopy_ConditionalOff_ConditionsRefusedNoProbe(t *testing.T) {
 	cs, endpoint := startCopyServer(t, true, true)
-	b, err := scriptedBackend(t, endpoint, s3.ConditionalOff)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, endpoint, s3.ConditionalOff)
 	if n := cs.copies.Load(); n != 0 {
 		t.Errorf("ResolveCapabilities under conditional=off sent %d copies", n)
 	}

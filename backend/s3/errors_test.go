@@ -54,7 +54,8 @@ func s3Error(w http.ResponseWriter, status int, code string) {
 
 // scriptedBackend opens a backend on a scripted server and resolves its
 // capabilities (the probe, under conditional=auto).
-func scriptedBackend(t *testing.T, endpoint string, mode s3.ConditionalMode) (*s3.Backend, error) {
+func scriptedBackend(t *testing.T, endpoint string, mode s3.ConditionalMode) *s3.Backend {
+	t.Helper()
 	b, err := s3.NewBackend(t.Context(), s3.Options{
 		Bucket: "b", Endpoint: endpoint, Region: "us-east-1", PathStyle: true, Conditional: mode,
 		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", ""),
@@ -62,13 +63,13 @@ func scriptedBackend(t *testing.T, endpoint string, mode s3.ConditionalMode) (*s
 		HTTPClient:  httpClient(t),
 	})
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	if _, err := b.ResolveCapabilities(t.Context()); err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	return b, nil
+	return b
 }
 
 func TestPut_ConditionalRequestConflict_RetriedThenSucceeds(t *testing.T) {
@@ -79,10 +80,7 @@ func TestPut_ConditionalRequestConflict_RetriedThenSucceeds(t *testing.T) {
 		}
 		w.Header().Set("ETag", `"fedcba9876543210fedcba9876543210"`)
 	})
-	b, err := scriptedBackend(t, srv.URL, s3.ConditionalOn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, srv.URL, s3.ConditionalOn)
 	obj, err := b.Put(t.Context(), "lock", []byte("x"), backend.PutOptions{IfAbsent: true})
 	if err != nil {
 		t.Fatalf("Put after two 409s = %v, want success on the third attempt", err)
@@ -96,11 +94,8 @@ func TestPut_ConditionalRequestConflictPersisting_PreconditionFailed(t *testing.
 	srv, n := scriptedS3(t, func(_ int64, w http.ResponseWriter) {
 		s3Error(w, http.StatusConflict, "ConditionalRequestConflict")
 	})
-	b, err := scriptedBackend(t, srv.URL, s3.ConditionalOn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Put(t.Context(), "lock", []byte("x"), backend.PutOptions{IfVersion: `"0123456789abcdef0123456789abcdef"`})
+	b := scriptedBackend(t, srv.URL, s3.ConditionalOn)
+	_, err := b.Put(t.Context(), "lock", []byte("x"), backend.PutOptions{IfVersion: `"0123456789abcdef0123456789abcdef"`})
 	if !errors.Is(err, backend.ErrPreconditionFailed) {
 		t.Fatalf("Put under a persisting 409 = %v, want ErrPreconditionFailed", err)
 	}
@@ -117,10 +112,7 @@ func TestResolveCapabilities_ServerRefusingConditionalHeaders_NoSupport(t *testi
 	srv, _ := scriptedS3(t, func(_ int64, w http.ResponseWriter) {
 		s3Error(w, http.StatusNotImplemented, "NotImplemented")
 	})
-	b, err := scriptedBackend(t, srv.URL, s3.ConditionalAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, srv.URL, s3.ConditionalAuto)
 	if b.Capabilities().ConditionalWrites {
 		t.Error("a server answering 501 to conditional headers was reported as supporting them")
 	}
@@ -130,11 +122,8 @@ func TestPut_ConditionalOnServerAnswering501_Unsupported(t *testing.T) {
 	srv, _ := scriptedS3(t, func(_ int64, w http.ResponseWriter) {
 		s3Error(w, http.StatusNotImplemented, "NotImplemented")
 	})
-	b, err := scriptedBackend(t, srv.URL, s3.ConditionalOn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Put(t.Context(), "k", []byte("x"), backend.PutOptions{IfAbsent: true})
+	b := scriptedBackend(t, srv.URL, s3.ConditionalOn)
+	_, err := b.Put(t.Context(), "k", []byte("x"), backend.PutOptions{IfAbsent: true})
 	if !errors.Is(err, backend.ErrUnsupported) {
 		t.Errorf("Put IfAbsent answered 501 = %v, want ErrUnsupported", err)
 	}
@@ -144,11 +133,8 @@ func TestPut_412_PreconditionFailedNamingKeyAndBucket(t *testing.T) {
 	srv, _ := scriptedS3(t, func(_ int64, w http.ResponseWriter) {
 		s3Error(w, http.StatusPreconditionFailed, "PreconditionFailed")
 	})
-	b, err := scriptedBackend(t, srv.URL, s3.ConditionalOn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Put(t.Context(), "state/lock", []byte("x"), backend.PutOptions{IfAbsent: true})
+	b := scriptedBackend(t, srv.URL, s3.ConditionalOn)
+	_, err := b.Put(t.Context(), "state/lock", []byte("x"), backend.PutOptions{IfAbsent: true})
 	if !errors.Is(err, backend.ErrPreconditionFailed) {
 		t.Fatalf("Put answered 412 = %v, want ErrPreconditionFailed", err)
 	}
@@ -201,10 +187,7 @@ func fakeS3(t *testing.T, ignoreDeleteIfMatch bool) *httptest.Server {
 }
 
 func TestProbe_PutConditionsEnforcedDeleteIfMatchIgnored_NoConditionalWrites(t *testing.T) {
-	b, err := scriptedBackend(t, fakeS3(t, true).URL, s3.ConditionalAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, fakeS3(t, true).URL, s3.ConditionalAuto)
 	if b.Capabilities().ConditionalWrites {
 		t.Error("a server that ignores If-Match on DeleteObject was reported as supporting conditional writes")
 	}
@@ -218,10 +201,7 @@ func TestProbe_PutConditionsEnforcedDeleteIfMatchIgnored_NoConditionalWrites(t *
 }
 
 func TestProbe_AllConditionsEnforced_Supported(t *testing.T) {
-	b, err := scriptedBackend(t, fakeS3(t, false).URL, s3.ConditionalAuto)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := scriptedBackend(t, fakeS3(t, false).URL, s3.ConditionalAuto)
 	res, err := b.Probe(t.Context())
 	if err != nil {
 		t.Fatal(err)
