@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/internal/testserver"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -33,29 +33,15 @@ func TestPut_StoppedWithWriteInFlight_NextValueSurvivesTheLateWrite(t *testing.T
 	first.Env = tg.environ()
 	first.Dir = tg.dir
 	first.Stdin = strings.NewReader("first")
-	var stderr bytes.Buffer
-	first.Stderr = &stderr
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := testkit.StartProc(t, first)
 	select {
 	case <-proxy.Holding():
 	case <-time.After(time.Minute):
-		_ = first.Process.Kill()
-		t.Fatalf("the first put's write never reached the proxy:\n%s", stderr.String())
+		t.Fatalf("the first put's write never reached the proxy:\n%s", p.Stderr)
 	}
-	if err := first.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- first.Wait() }()
-	select {
-	case err := <-done:
-		t.Logf("first put, stopped with its write in flight: %v\n%s", err, stderr.String())
-	case <-time.After(time.Minute):
-		_ = first.Process.Kill()
-		t.Fatal("the stopped put did not exit")
-	}
+	p.Signal(t, syscall.SIGTERM)
+	code := p.Wait(t, time.Minute)
+	t.Logf("first put, stopped with its write in flight: exit %d\n%s", code, p.Stderr)
 
 	tg.cli(t, []byte("second"), "put", "app/value", "--identity", id).must(t, exitOK)
 	status := proxy.Deliver(t)
