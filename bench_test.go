@@ -9,6 +9,7 @@ import (
 	"filippo.io/age"
 
 	state "github.com/cairnhq/state"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/migrate"
 	"github.com/cairnhq/state/store"
 )
@@ -19,10 +20,7 @@ import (
 // read, lock release.
 func BenchmarkOpenClose_FS(b *testing.B) {
 	ctx := context.Background()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
+	id := testkit.Identity(b)
 	var ms []migrate.Migration
 	for i := range 5 {
 		ms = append(ms, migrate.Migration{ID: fmt.Sprintf("%04d", i), Up: func(context.Context, *store.Store) error { return nil }})

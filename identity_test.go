@@ -236,9 +236,6 @@ func TestOpen_RecipientsASubsetOfTheStores_NoWarning_ARealDifferenceWarns(t *tes
 
 func newRecipient(t *testing.T) string {
 	t.Helper()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := testkit.Identity(t)
 	return id.Recipient().String()
 }

@@ -13,6 +13,7 @@ import (
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/backend/fs"
+	"github.com/cairnhq/state/internal/testkit"
 )
 
 // countingBackend counts the requests made to the backend it wraps.
@@ -110,10 +111,7 @@ func TestOpen_ExistingStore_Requests(t *testing.T) {
 func bootedStore(tb testing.TB) (*countingBackend, state.Config) {
 	tb.Helper()
 	ctx := context.Background()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	id := testkit.Identity(tb)
 	raw, err := fs.New(filepath.Join(tb.TempDir(), "state"), fs.Options{})
 	if err != nil {
 		tb.Fatal(err)

@@ -350,10 +350,7 @@ func TestConfigFromEnv_ReadsURLIdentitiesAndRecipients(t *testing.T) {
 func TestOpen_ExtraRecipient_CanOpenEveryObject(t *testing.T) {
 	ctx := context.Background()
 	_, id := testkit.IdentityFile(t)
-	recovery, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	recovery := testkit.Identity(t)
 	b := mem.New(mem.Options{})
 	inst := openT(t, state.Config{Backend: b, Identities: []age.Identity{id}, Recipients: []string{recovery.Recipient().String()}})
 	if _, err := inst.Store().Put(ctx, "token", []byte("t0k3n"), store.PutOptions{}); err != nil {

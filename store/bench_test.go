@@ -22,6 +22,7 @@ import (
 	"github.com/cairnhq/state/backend/s3"
 	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/internal/storeadmin"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/store"
 	"github.com/cairnhq/state/testutil/versitygw"
 )
@@ -37,10 +38,7 @@ func BenchmarkVersitygw(b *testing.B) {
 	be, raw, bucket, opts := benchVersitygw(b)
 	// The store as applications get it: connected through its manifest,
 	// every object bound to the store id and sealed to its recipient set.
-	key, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
+	key := testkit.Identity(b)
 	st, err := store.Connect(context.Background(), be, store.Keys{Identities: []age.Identity{key}},
 		store.ConnectOptions{Create: true, Options: store.Options{Logger: opts.Logger}})
 

@@ -403,12 +403,9 @@ func TestRebind_CommitManifest_MovesTheStoreToANewSet(t *testing.T) {
 // envelope's errors are internal (issue #22).
 func TestConnect_UnusableKeys_MatchTheStoresSentinels(t *testing.T) {
 	ctx := context.Background()
-	id, err := age.GenerateX25519Identity()
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := testkit.Identity(t)
 	b := mem.New(mem.Options{})
-	_, err = store.Connect(ctx, b, store.Keys{Identities: []age.Identity{id}, Recovery: []age.Identity{id}}, store.ConnectOptions{Create: true})
+	_, err := store.Connect(ctx, b, store.Keys{Identities: []age.Identity{id}, Recovery: []age.Identity{id}}, store.ConnectOptions{Create: true})
 	if !errors.Is(err, store.ErrInvalidIdentity) || errors.Is(err, store.ErrInvalidRecipient) {
 		t.Fatalf("an identity given as a recovery identity too: %v, want store.ErrInvalidIdentity", err)
 	}

@@ -36,10 +36,7 @@ import (
 func BenchmarkHistoryVersitygw(b *testing.B) {
 	be, raw, bucket, opts := benchVersitygw(b)
 	ctx := context.Background()
-	key, err := age.GenerateX25519Identity()
-	if err != nil {
-		b.Fatal(err)
-	}
+	key := testkit.Identity(b)
 	connect := func(o store.Options) *store.Store {
 		o.Logger = opts.Logger
 		st, err := store.Connect(ctx, be, store.Keys{Identities: []age.Identity{key}}, store.ConnectOptions{Create: true, Options: o})
