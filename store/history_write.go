@@ -295,18 +295,22 @@ func (s *Store) putKept(ctx context.Context, w write, stamp envelope.Stamp, res 
 }
 
 // keepWritten keeps the version w wrote (obj, id) and prunes the name's
-// entries es beyond the retention, concurrently, then records what the
-// name's history holds (readErr: the written bytes could not be read back
-// for a keep by PUT). A keep that fails is logged: the next write of the
-// name repairs it.
+// entries es beyond the retention, then records what the name's history
+// holds (readErr: the written bytes could not be read back for a keep by
+// PUT). The prune runs beside the keep, unless it deletes every entry the
+// name has: then it waits for the keep to land, so that the history
+// folder never loses its last object while the keep is being written
+// into it (versitygw's posix backend removes a folder with its last
+// object, and a keep racing that removal failed with 409
+// ExistingObjectIsDirectory), and a keep that failed prunes nothing. A
+// keep that fails is logged: the next write of the name repairs it.
 func (s *Store) keepWritten(ctx context.Context, w write, obj backend.Object, id VersionID, size int64, dir string, es []entry, readErr error) {
 	key, name := w.key, w.name
 	var (
 		kept    backend.Object
 		keepErr error
-		wg      sync.WaitGroup
 	)
-	wg.Go(func() {
+	keep := func() {
 		keepErr = s.c.metrics.timed(ctx, opKeep, func() (err error) {
 			switch {
 			case readErr != nil:
@@ -318,9 +322,21 @@ func (s *Store) keepWritten(ctx context.Context, w write, obj backend.Object, id
 			}
 			return err
 		})
-	})
-	remaining := s.prune(ctx, name, dir, es, 1)
-	wg.Wait()
+	}
+	remaining, gone := s.pruned(es, 1)
+	if len(remaining) == 0 && len(gone) > 0 {
+		keep()
+		if keepErr != nil {
+			remaining = es
+		} else {
+			s.prune(ctx, name, dir, gone)
+		}
+	} else {
+		var wg sync.WaitGroup
+		wg.Go(keep)
+		s.prune(ctx, name, dir, gone)
+		wg.Wait()
+	}
 	next := histState{exists: true, version: obj.Version, cur: id, entries: remaining}
 	if keepErr != nil {
 		s.c.log.WarnContext(ctx, "store: written but not kept in history (the next write of the name keeps it first)", "name", name, "version", id.String(), "err", s.fenceWrap(ctx, "keep", name, keepErr))
@@ -425,12 +441,11 @@ func (s *Store) sealAs(name string, data []byte, st envelope.Stamp, w envelope.W
 	return ss.env.SealStamped(name, data, st, w)
 }
 
-// prune deletes the entries of es (the name's entries before this write,
-// oldest first) beyond the retention, counting adding versions about to
-// be kept: the oldest content versions, and the tombstones older than
-// the oldest version that stays. It returns the entries that remain.
-// A failed delete is logged; the next write prunes it again.
-func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding int) []entry {
+// pruned splits es (the name's entries before this write, oldest first)
+// into what the retention keeps and what goes, counting adding versions
+// about to be kept: the oldest content versions go, and the tombstones
+// older than the oldest version that stays.
+func (s *Store) pruned(es []entry, adding int) (keep, gone []entry) {
 	contents := adding
 	for _, e := range es {
 		if !e.deleted {
@@ -439,12 +454,11 @@ func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding 
 	}
 	drop := contents - s.c.history
 	if drop <= 0 {
-		return es
+		return es, nil
 	}
 	// The oldest drop content versions go, and every tombstone older
 	// than the oldest content version that stays (the one being kept
 	// when none of es stays).
-	var keep, gone []entry
 	var oldest *VersionID
 	for _, e := range es {
 		switch {
@@ -465,10 +479,15 @@ func (s *Store) prune(ctx context.Context, name, dir string, es []entry, adding 
 			keep = append(keep, e)
 		}
 	}
+	return keep, gone
+}
+
+// prune deletes the entries gone of name's history. A failed delete is
+// logged; the next write prunes it again.
+func (s *Store) prune(ctx context.Context, name, dir string, gone []entry) {
 	for _, e := range gone {
 		if err := s.c.metrics.timed(ctx, opPrune, func() error { return s.deleteEntry(ctx, dir, e) }); err != nil {
 			s.c.log.WarnContext(ctx, "store: history not pruned", "name", name, "version", e.id.String(), "err", err)
 		}
 	}
-	return keep
 }
