@@ -23,22 +23,9 @@ type lockFacts struct {
 
 // checkLock shows the lock holder as the lock's rules judge it.
 func (d *doctor) checkLock(ctx context.Context) {
-	if !d.storage {
-		d.skip(checkLock, d.why)
-		return
-	}
-	st := d.store // connected through its manifest
-	if d.noStore {
-		d.skip(checkLock, "there is no store yet")
-		return
-	}
+	st := d.storeFor(ctx, checkLock) // keyless, the lock is seen, not read
 	if st == nil {
-		// Keyless: the lock is seen, not read.
-		var err error
-		if st, err = d.connect(ctx, nil); err != nil {
-			d.skip(checkLock, "the store could not be connected to: "+cause(err))
-			return
-		}
+		return
 	}
 	s, err := lockadmin.Inspect(ctx, st, lockadmin.InspectOptions{StaleAfter: d.a.staleAfter})
 	if err != nil {

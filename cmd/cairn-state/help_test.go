@@ -247,7 +247,8 @@ func TestMessages_NoRepeatedPrefixes(t *testing.T) {
 		{"missing file store", &target{dir: dir, url: "file:nope"}, []string{"ls"}, []string{filepath.Join(dir, "nope")}},
 		{"put from a directory", tg, []string{"put", "x", dir, "--identity", id}, []string{dir + ":"}},
 		{"rm of a missing object", tg, []string{"rm", "nope", "--identity", id}, []string{`"nope"`}},
-		{"lock break without a lock", tg, []string{"lock", "break"}, []string{"no state lock"}},
+		{"lock break without a lock", tg, []string{"lock", "break", "--identity", id}, []string{"no state lock"}},
+		{"lock break without an identity", tg, []string{"lock", "break"}, []string{"without an identity"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.tg.cli(t, nil, c.args...)

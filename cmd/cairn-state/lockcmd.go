@@ -175,6 +175,10 @@ func runLockBreak(ctx context.Context, a *app, args []string) error {
 	r, err := lockadmin.Break(ctx, st, lockadmin.BreakOptions{Holder: *holder, Force: *force, StaleAfter: a.staleAfter, Logger: a.logger})
 	var held *lock.HeldError
 	switch {
+	case err != nil && !*force && errors.As(err, &held) && held.Unreadable != "" && len(a.identities) == 0:
+		// The lock object is sealed, released or held: without a key
+		// of the store this run cannot tell which (docs/adr/0066).
+		return &wordedError{msg: fmt.Sprintf("lock break: the lock cannot be read without an identity of the store (--identity or CAIRN_STATE_IDENTITY): it may be released, or may belong to a live instance (stale in %s); run it again with an identity, or if its holder is gone for good: cairn-state lock break --force --identity FILE", ago(held.StaleIn)), err: err}
 	case err != nil && !*force && errors.As(err, &held) && held.Unreadable != "":
 		return &wordedError{msg: fmt.Sprintf("lock break: the lock is not stale (stale in %s) and cannot be read with the configured identities: --force is missing; if its holder is gone for good: cairn-state lock break --force", ago(held.StaleIn)), err: err}
 	case err != nil && !*force && errors.As(err, &held):
