@@ -67,7 +67,6 @@ import (
 
 	state "github.com/cairnhq/state"
 	"github.com/cairnhq/state/internal/lockadmin"
-	"github.com/cairnhq/state/internal/setup"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/migrate"
@@ -100,10 +99,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := state.ConfigFromEnv()
 	fl := flag.NewFlagSet("instance", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	url := fl.String("url", "", "backend URL (default $"+setup.EnvURL+", else "+demoState+")")
-	identity := fl.String("identity", "", "age identity file (default $"+setup.EnvIdentity+", else "+demoIdentity+", created on first run)")
+	url := fl.String("url", "", "backend URL (default $CAIRN_STATE_URL, else "+demoState+")")
+	identity := fl.String("identity", "", "age identity file (default $CAIRN_STATE_IDENTITY, else "+demoIdentity+", created on first run)")
 	fl.StringVar(&cfg.InstanceID, "instance-id", "", "instance id in the lock (default: host name)")
-	fl.StringVar(&cfg.StoreID, "store-id", cfg.StoreID, "pin the store: refuse (exit 5) a store with another id, and create none (exit 6) (default $"+setup.EnvStoreID+")")
+	fl.StringVar(&cfg.StoreID, "store-id", cfg.StoreID, "pin the store: refuse (exit 5) a store with another id, and create none (exit 6) (default $CAIRN_STATE_STORE_ID)")
 	fl.DurationVar(&cfg.HeartbeatInterval, "heartbeat", 0, "lock heartbeat interval (default 60s)")
 	fl.DurationVar(&cfg.StaleAfter, "stale-after", 0, "age after which a lock is stale and taken over (default 5m)")
 	metricsAddr := fl.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464 (default: none)")
