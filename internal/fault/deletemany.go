@@ -15,7 +15,6 @@ var _ driver.MultiDeleter = (*Backend)(nil)
 // (Call.Key is its first key), and subject to the faults as a write:
 // HoldWrites holds it whole when its match accepts any of its keys.
 func (b *Backend) DeleteMany(ctx context.Context, keys []string) error {
-	keys = append([]string(nil), keys...)
 	c := Call{Op: OpDeleteMany}
 	if len(keys) > 0 {
 		c.Key = keys[0]
@@ -23,18 +22,8 @@ func (b *Backend) DeleteMany(ctx context.Context, keys []string) error {
 	if _, err := b.enter(ctx, c); err != nil {
 		return err
 	}
-	holdKey := c.Key
-	b.mu.Lock()
-	if b.holdMatch != nil {
-		for _, k := range keys {
-			if b.holdMatch(k) {
-				holdKey = k
-				break
-			}
-		}
-	}
-	b.mu.Unlock()
-	if _, held, err := b.hold(ctx, holdKey, func() (func(context.Context) (backend.Object, error), error) {
+	if _, held, err := b.hold(ctx, keys, func() (func(context.Context) (backend.Object, error), error) {
+		keys := append([]string(nil), keys...) // the caller may reuse its slice
 		return func(ctx context.Context) (backend.Object, error) {
 			return backend.Object{}, driver.DeleteMany(ctx, b.inner, keys)
 		}, nil

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -238,13 +239,13 @@ func (b *Backend) HoldWrites(match func(key string) bool) (deliver func() []erro
 	}
 }
 
-// hold holds a write when HoldWrites matches its key: prepare makes the
-// write to carry out later (with copies of what its caller may reuse),
-// and hold waits for the delivery's answer or the caller's context. ok is
-// false when the write is not held.
-func (b *Backend) hold(ctx context.Context, key string, prepare func() (func(context.Context) (backend.Object, error), error)) (obj backend.Object, ok bool, err error) {
+// hold holds a write when HoldWrites matches any of its keys (one, but a
+// DeleteMany's several): prepare makes the write to carry out later (with
+// copies of what its caller may reuse), and hold waits for the delivery's
+// answer or the caller's context. ok is false when the write is not held.
+func (b *Backend) hold(ctx context.Context, keys []string, prepare func() (func(context.Context) (backend.Object, error), error)) (obj backend.Object, ok bool, err error) {
 	b.mu.Lock()
-	if b.holdMatch == nil || !b.holdMatch(key) {
+	if b.holdMatch == nil || !slices.ContainsFunc(keys, b.holdMatch) {
 		b.mu.Unlock()
 		return backend.Object{}, false, nil
 	}
@@ -373,7 +374,7 @@ func (b *Backend) put(ctx context.Context, key string, opts backend.PutOptions, 
 	}
 	b.mu.Unlock()
 
-	if obj, held, err := b.hold(ctx, key, func() (func(context.Context) (backend.Object, error), error) {
+	if obj, held, err := b.hold(ctx, []string{key}, func() (func(context.Context) (backend.Object, error), error) {
 		buf, err := copyData()
 		if err != nil {
 			return nil, err
@@ -405,7 +406,7 @@ func (b *Backend) Delete(ctx context.Context, key string, opts backend.DeleteOpt
 		opts = backend.DeleteOptions{}
 	}
 	b.mu.Unlock()
-	if _, held, err := b.hold(ctx, key, func() (func(context.Context) (backend.Object, error), error) {
+	if _, held, err := b.hold(ctx, []string{key}, func() (func(context.Context) (backend.Object, error), error) {
 		return func(ctx context.Context) (backend.Object, error) {
 			return backend.Object{}, b.inner.Delete(ctx, key, opts)
 		}, nil
