@@ -26,7 +26,8 @@ const maxDeleteKeys = 1000
 // backend.ErrPermission. The SDK sends the request's checksum that S3
 // requires of DeleteObjects (CRC32 since aws-sdk-go-v2's flexible
 // checksums, no Content-MD5): versitygw v1.8.0 and Garage 2.5.0 accept it
-// (TestDeleteMany_RealServers). When the request itself fails, its error
+// (backendtest's DeleteMany cases in TestConformance_Versitygw and
+// TestConformance_Garage). When the request itself fails, its error
 // names the request's first key and how many it named: any of them may or
 // may not be gone.
 func (b *s3Backend) DeleteMany(ctx context.Context, keys []string) error {

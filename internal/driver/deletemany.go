@@ -21,7 +21,8 @@ type MultiDeleter interface {
 	// joins (errors.Join) one error per key that failed, each naming its
 	// key and wrapping the backend's sentinel (ErrPermission, say); nil
 	// when every key is gone. A context error ends it and is returned
-	// as it is. An empty keys sends nothing.
+	// as it is. An empty keys sends nothing. It is called through
+	// [DeleteMany], which has removed repeated keys.
 	DeleteMany(ctx context.Context, keys []string) error
 }
 
@@ -66,15 +67,15 @@ func uniqueKeys(keys []string) []string {
 	return out
 }
 
-// CheckDeleteMany returns ctx's error, or splits keys into the valid ones,
-// without repeats, and the errors of the invalid ones (each naming its
-// key, wrapping backend.ErrInvalidKey): the checks every MultiDeleter
-// makes before it touches storage.
+// CheckDeleteMany returns ctx's error, or splits keys (without repeats:
+// [DeleteMany] removed them) into the valid ones and the errors of the
+// invalid ones (each naming its key, wrapping backend.ErrInvalidKey): the
+// checks every MultiDeleter makes before it touches storage.
 func CheckDeleteMany(ctx context.Context, keys []string) (valid []string, invalid []error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	for _, k := range uniqueKeys(keys) {
+	for _, k := range keys {
 		if err := backend.ValidateKey(k); err != nil {
 			invalid = append(invalid, err) // it names the key
 			continue
