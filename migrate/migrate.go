@@ -128,10 +128,11 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	if err != nil {
 		return res, err
 	}
+	fenced := l.Fence(st)
 	if exists {
 		// A log written before its manifest recorded it (an interrupted
 		// first run): record it now.
-		if err := recordLog(ctx, l.Fence(st)); err != nil {
+		if err := recordLog(ctx, fenced); err != nil {
 			return res, fmt.Errorf("migrations: %w", err)
 		}
 	}
@@ -153,7 +154,6 @@ func Run(ctx context.Context, l *lock.Lock, st *store.Store, ms []Migration, opt
 	})
 	defer stop()
 
-	fenced := l.Fence(st)
 	rec := l.Record()
 	pending := 0
 	for _, m := range ms {

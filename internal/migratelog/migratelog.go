@@ -111,7 +111,7 @@ var ErrMissing = errors.New("the migration log is missing, but the store's manif
 // reports whether it was there.
 func Read(ctx context.Context, st *store.Store) (lg *Log, exists bool, err error) {
 	data, _, err := storeadmin.Internal(st).Get(ctx, Name)
-	if err != nil && errors.Is(err, backend.ErrNotFound) {
+	if errors.Is(err, backend.ErrNotFound) {
 		if m, ok := storeadmin.Manifest(st); ok && m.MigrationLog {
 			key, _ := storeadmin.Key(storeadmin.Internal(st), Name)
 			return nil, false, fmt.Errorf("migrations: %w: %s is gone, but the manifest of store %s (generation %d) records it; "+
