@@ -7,5 +7,5 @@ import "github.com/cairnhq/state/internal/storeadmin"
 // lock seals into every object it writes as its writer.
 func (l *Lock) holder() storeadmin.HolderInfo {
 	r := l.Record()
-	return storeadmin.HolderInfo{Instance: r.InstanceID, Hostname: r.Hostname, PID: r.PID, Epoch: r.Epoch, Acquired: r.AcquiredAt}
+	return storeadmin.HolderInfo{Instance: r.InstanceID, Hostname: r.Hostname, PID: r.PID, Epoch: r.Epoch}
 }

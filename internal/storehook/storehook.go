@@ -105,7 +105,6 @@ type HolderInfo struct {
 	Hostname string
 	PID      int
 	Epoch    uint64
-	Acquired time.Time
 }
 
 // Holder is a [Fence] that can say who holds it; the lock's fence is
