@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -374,8 +373,7 @@ func rawSnapshot(t *testing.T, tg *target) map[string]string {
 
 // holder is a lock holder child process.
 type holder struct {
-	cmd  *exec.Cmd
-	done chan struct{}
+	p *testkit.Proc
 }
 
 // startHolder starts a process that takes the target's lock as instance id
@@ -401,38 +399,9 @@ func (tg *target) startHolderWindow(t *testing.T, id, identity string, staleAfte
 	if staleAfter > 0 {
 		cmd.Env = append(cmd.Env, holderStaleEnv+"="+staleAfter.String())
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	h := &holder{cmd: cmd, done: make(chan struct{})}
-	lines := make(chan string, 1)
-	go func() {
-		defer close(h.done)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default:
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() { h.kill(t) })
-	select {
-	case line := <-lines:
-		if !strings.HasPrefix(line, "held ") {
-			t.Fatalf("lock holder %s: %q", id, line)
-		}
-	case <-h.done:
-		t.Fatalf("lock holder %s exited: %s", id, stderr.String())
-	case <-time.After(time.Minute):
-		t.Fatalf("lock holder %s did not take the lock: %s", id, stderr.String())
+	h := &holder{p: testkit.StartProc(t, cmd)}
+	if line := h.p.WaitStdout(t, "", time.Minute); !strings.HasPrefix(line, "held ") {
+		t.Fatalf("lock holder %s: %q", id, line)
 	}
 	return h
 }
@@ -466,13 +435,13 @@ func (tg *target) legacyLockHolder(t *testing.T, identity string) lockadmin.Stat
 // kill SIGKILLs the holder and waits for it: its lock stays behind.
 func (h *holder) kill(t *testing.T) {
 	t.Helper()
-	_ = h.cmd.Process.Kill()
-	<-h.done
+	_ = h.p.Cmd.Process.Kill()
+	<-h.p.Done()
 }
 
 // release SIGTERMs the holder, which releases its lock, and waits for it.
 func (h *holder) release(t *testing.T) {
 	t.Helper()
-	_ = h.cmd.Process.Signal(syscall.SIGTERM)
-	<-h.done
+	_ = h.p.Cmd.Process.Signal(syscall.SIGTERM)
+	<-h.p.Done()
 }
