@@ -14,9 +14,8 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/internal/storemeta"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/testutil"
-	"github.com/cairnhq/state/testutil/garage"
-	"github.com/cairnhq/state/testutil/versitygw"
 )
 
 // countingProxy forwards requests to an S3 server and counts them, by
@@ -79,16 +78,14 @@ func proxiedTarget(t *testing.T, name string, srv *testutil.S3Server) (*target, 
 // 0067). The writer is in each object's header, not in a writer record
 // (ADR 0064).
 func TestPut_RequestCounts(t *testing.T) {
-	for _, s := range []struct {
-		name  string
-		start func(t *testing.T) *testutil.S3Server
-		most  int
-	}{
-		{"versitygw", func(t *testing.T) *testutil.S3Server { return &versitygw.Start(t).S3Server }, 7},
-		{"garage", func(t *testing.T) *testutil.S3Server { return &garage.Start(t).S3Server }, 10},
-	} {
-		t.Run(s.name, func(t *testing.T) {
-			tg, p := proxiedTarget(t, s.name, s.start(t))
+	mostRequests := map[string]int{"versitygw": 7, "garage": 10}
+	for _, s := range testkit.S3Servers {
+		t.Run(s.Name, func(t *testing.T) {
+			most, ok := mostRequests[s.Name]
+			if !ok {
+				t.Fatalf("no request bound for server %s", s.Name)
+			}
+			tg, p := proxiedTarget(t, s.Name, s.Start(t))
 			id, _ := tg.keygen(t, "id.txt")
 			env := []string{"CAIRN_STATE_IDENTITY=" + id}
 			value := filepath.Join(tg.dir, "value")
@@ -99,11 +96,11 @@ func TestPut_RequestCounts(t *testing.T) {
 			created := p.take()
 			tg.cliEnv(t, nil, env, "put", "app/first", value).must(t, exitOK)
 			p.take()
-			t.Logf("%s: creating the store: %d requests", s.name, len(created))
+			t.Logf("%s: creating the store: %d requests", s.Name, len(created))
 			for _, put := range []string{"a new name", "an overwrite"} {
 				tg.cliEnv(t, nil, env, "put", "app/value", value).must(t, exitOK)
 				got := p.take()
-				t.Logf("%s: one put (%s) on the existing store: %d requests: %s\n%s", s.name, put, len(got), strings.Join(summarize(got), ", "), strings.Join(got, "\n"))
+				t.Logf("%s: one put (%s) on the existing store: %d requests: %s\n%s", s.Name, put, len(got), strings.Join(summarize(got), ", "), strings.Join(got, "\n"))
 				manifestReads := 0
 				for _, r := range got {
 					if strings.Contains(r, ".probe-") {
@@ -119,8 +116,8 @@ func TestPut_RequestCounts(t *testing.T) {
 				if manifestReads != 1 {
 					t.Errorf("the put (%s) read the manifest %d times, want once", put, manifestReads)
 				}
-				if len(got) > s.most {
-					t.Errorf("a put (%s) on %s took %d requests, want at most %d:\n%s", put, s.name, len(got), s.most, strings.Join(got, "\n"))
+				if len(got) > most {
+					t.Errorf("a put (%s) on %s took %d requests, want at most %d:\n%s", put, s.Name, len(got), most, strings.Join(got, "\n"))
 				}
 			}
 		})
