@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/backend"
+	"github.com/cairnhq/state/internal/testkit"
 	"github.com/cairnhq/state/lock"
 	"github.com/cairnhq/state/store"
 )
@@ -215,17 +215,8 @@ func bucketBytes(t *testing.T, tg *target) map[string][]byte {
 		}
 		return out
 	}
-	err := tg.raw.List(t.Context(), "", func(o backend.Object) error {
-		rc, _, err := tg.raw.Get(t.Context(), o.Key)
-		if err != nil {
-			return err
-		}
-		defer rc.Close()
-		out[o.Key], err = io.ReadAll(rc)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	for key := range testkit.Snapshot(t, tg.raw) {
+		out[key] = testkit.Read(t, tg.raw, key)
 	}
 	if len(out) < 4 {
 		t.Fatalf("the bucket holds %d objects", len(out))
