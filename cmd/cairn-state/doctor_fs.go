@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/driver"
 	"github.com/cairnhq/state/lock"
 )
@@ -18,7 +17,7 @@ type dirFacts struct {
 // checkDirectory checks a file: store: its directory (others should not
 // see the state names), its conditional writes and its clock, which are
 // the kernel's.
-func (d *doctor) checkDirectory(ctx context.Context, b backend.Backend, diag driver.DirDiagnosis) {
+func (d *doctor) checkDirectory(ctx context.Context, diag driver.DirDiagnosis) {
 	dir := diag.Dir
 	switch {
 	case diag.Err != nil:
@@ -32,13 +31,13 @@ func (d *doctor) checkDirectory(ctx context.Context, b backend.Backend, diag dri
 	d.storage = true
 
 	d.lockMode = lock.ModeClaims
-	if b.Capabilities().ConditionalWrites {
+	if d.b.Capabilities().ConditionalWrites {
 		d.lockMode = lock.ModeCAS
 	}
 	d.add(checkConditional, statusOK, "the directory backend makes conditional writes atomic with flock(2) across processes (ADR 0002); nothing to probe", "", &lockModeFacts{LockMode: string(d.lockMode)})
 	d.add(checkLockMode, statusOK, lockModeText(d.lockMode, "the directory backend enforces put and delete conditions"), "", &lockModeFacts{LockMode: string(d.lockMode)})
 
-	now, err := b.Now(ctx)
+	now, err := d.b.Now(ctx)
 	if err != nil {
 		d.add(checkClock, statusWarn, "could not read the directory backend's clock: "+err.Error(), "", nil)
 		return

@@ -46,7 +46,7 @@ func (d *doctor) checkStorage(ctx context.Context) {
 	case s3diag.Backend:
 		d.checkS3(b.Diagnose(ctx))
 	case driver.Directory:
-		d.checkDirectory(ctx, d.b, b.Diagnose(ctx))
+		d.checkDirectory(ctx, b.Diagnose(ctx))
 	}
 }
 
