@@ -551,7 +551,7 @@ func startSession(owner, t *testing.T, tr *transcript) (*session, string) {
 			}
 			extraPath = append(extraPath, linkDir(owner, "versitygw", bin))
 		case len(f) == 2 && f[0] == "needs" && f[1] == "garage":
-			bin, err := testserver.FindBinary("GARAGE_BIN", "garage", testserver.CachePath("garage-"+garageserver.Version+"/bin/garage"))
+			bin, err := garageserver.FindBinary()
 			if err != nil {
 				t.Fatal(err)
 			}
