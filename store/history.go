@@ -218,34 +218,32 @@ type peeked struct {
 	exists bool
 	obj    backend.Object
 	id     VersionID
-	writer envelope.Writer // from peekWriter only: who the header names
+	writer envelope.Writer // who the header names, when peek opened it
 }
 
 // peek reads the first bytes of key — the fixed part of its header — to
-// learn its id and version without reading it whole (ADR 0040 §3): a
-// ranged read where the backend has one, else a GET whose body is closed
-// after those bytes. An object without an envelope stamp, or stamped by
-// an unfenced write, gets the id 0.<its modification time in Unix ms>.
-func (s *Store) peek(ctx context.Context, key, name string) (peeked, error) {
-	rc, obj, err := s.c.b.Get(ctx, key)
-	if errors.Is(err, backend.ErrNotFound) {
-		return peeked{}, nil
-	}
-	if err != nil {
-		return peeked{}, s.wrap("get", name, err)
-	}
-	defer rc.Close()
-	buf := make([]byte, envelope.FixedHeaderLen)
-	n, err := io.ReadFull(rc, buf)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return peeked{}, s.wrap("get", name, err)
-	}
-	st, perr := envelope.PeekStamp(name, buf[:n])
-	if perr != nil {
-		st = envelope.Stamp{}
+// learn its id and version without reading it whole (ADR 0040 §3): a GET
+// whose body is closed after those bytes ([Store.readHeader]). An object
+// without an envelope stamp, or stamped by an unfenced write, gets the id
+// 0.<its modification time in Unix ms>. With open (History's read of the
+// current object), it reads on through the envelope header and opens it,
+// for the writer it names: no one where it cannot be read or opened
+// (logged at debug level; the id is then the unauthenticated stamp's).
+// The version of an object found is recorded in the view's memo; a
+// missing object is not recorded as absent here (learnListed does that
+// once its listing is made too).
+func (s *Store) peek(ctx context.Context, key, name string, open bool) (peeked, error) {
+	obj, st, opened, ok, err := s.readHeader(ctx, key, name, open)
+	switch {
+	case !ok:
+		return peeked{}, err // nil for a missing object
+	case err != nil && !open:
+		return peeked{}, err
+	case err != nil:
+		s.c.log.DebugContext(ctx, "store: the writer of a version is not known: its header does not open", "object", name, "err", err)
 	}
 	s.memo.set(key, obj.Version)
-	return peeked{exists: true, obj: obj, id: versionIDOf(idOf(st), obj.ModTime)}, nil
+	return peeked{exists: true, obj: obj, id: versionIDOf(idOf(st), obj.ModTime), writer: opened.Writer}, nil
 }
 
 // versionIDOf is the id a version is kept under: its stamp's (id), or for
@@ -288,13 +286,7 @@ func (s *Store) history(ctx context.Context, name string, writers bool) ([]Versi
 		wg         sync.WaitGroup
 	)
 	wg.Go(func() { es, lerr = s.listEntries(ctx, name, dir) })
-	wg.Go(func() {
-		if writers {
-			cur, perr = s.peekWriter(ctx, key, name)
-		} else {
-			cur, perr = s.peek(ctx, key, name)
-		}
-	})
+	wg.Go(func() { cur, perr = s.peek(ctx, key, name, writers) })
 	wg.Wait()
 	if lerr != nil {
 		return nil, lerr
@@ -369,16 +361,18 @@ func (s *Store) nameWriters(ctx context.Context, vs []namedVersion) {
 // 1.6 KB). A small object is read whole.
 const headerSlack = 4 << 10
 
-// readHeader reads the first bytes of key — its envelope header, and
-// headerSlack more — with a GET whose body is closed after them (the
-// backend contract has no ranged read; on the state objects this store
-// writes, KiB, it is the same request), and opens the header bound to
-// bound ([envelope.Envelope.OpenHeader]): the stamp and the writer it
-// names, authenticated. A missing object is ok false, no error; an
-// object that is not an envelope or does not open is an error wrapping
-// ErrUnreadable, beside what was read (obj, and the stamp its header
-// says, unauthenticated).
-func (s *Store) readHeader(ctx context.Context, key, bound string) (obj backend.Object, st envelope.Stamp, opened envelope.Opened, ok bool, err error) {
+// readHeader reads the first bytes of key with a GET whose body is
+// closed after them (the backend contract has no ranged read; on the
+// state objects this store writes, KiB, it is the same request). Without
+// open, those are the fixed part of its header, for the stamp it says,
+// unauthenticated (zero for an object without one, no error). With open,
+// they are its envelope header and headerSlack more, and the header is
+// opened bound to bound ([envelope.Envelope.OpenHeader]): the stamp and
+// the writer it names, authenticated; an object that is not an envelope
+// or does not open is then an error wrapping ErrUnreadable, beside what
+// was read (obj, and the stamp its header says, unauthenticated). A
+// missing object is ok false, no error.
+func (s *Store) readHeader(ctx context.Context, key, bound string, open bool) (obj backend.Object, st envelope.Stamp, opened envelope.Opened, ok bool, err error) {
 	rc, obj, err := s.c.b.Get(ctx, key)
 	if errors.Is(err, backend.ErrNotFound) {
 		return obj, st, opened, false, nil
@@ -394,6 +388,12 @@ func (s *Store) readHeader(ctx context.Context, key, bound string) (obj backend.
 	}
 	head = head[:n]
 	st, perr := envelope.PeekStamp(bound, head)
+	if !open {
+		if perr != nil {
+			st = envelope.Stamp{}
+		}
+		return obj, st, opened, true, nil
+	}
 	if perr != nil {
 		return obj, envelope.Stamp{}, opened, true, fmt.Errorf("store: %q: %w: %w", bound, ErrUnreadable, perr)
 	}
@@ -431,28 +431,12 @@ func (s *Store) readHeader(ctx context.Context, key, bound string) (obj backend.
 // names, or no one where it cannot be read or opened (logged at debug
 // level: history still lists the version).
 func (s *Store) readWriter(ctx context.Context, key, bound string) envelope.Writer {
-	_, _, opened, _, err := s.readHeader(ctx, key, bound)
+	_, _, opened, _, err := s.readHeader(ctx, key, bound, true)
 	if err != nil {
 		s.c.log.DebugContext(ctx, "store: the writer of a version is not known: its header does not open", "object", bound, "err", err)
 		return envelope.Writer{}
 	}
 	return opened.Writer
-}
-
-// peekWriter is peek that also opens the header, for the writer it names
-// (no one where it does not open): History's read of the current object.
-func (s *Store) peekWriter(ctx context.Context, key, name string) (peeked, error) {
-	obj, st, opened, ok, err := s.readHeader(ctx, key, name)
-	switch {
-	case !ok && err == nil:
-		s.memo.set(key, memoAbsent)
-		return peeked{}, nil
-	case !ok:
-		return peeked{}, err
-	case err != nil:
-		s.c.log.DebugContext(ctx, "store: the writer of a version is not known: its header does not open", "object", name, "err", err)
-	}
-	return peeked{exists: true, obj: obj, id: versionIDOf(idOf(st), obj.ModTime), writer: opened.Writer}, nil
 }
 
 // GetVersion reads and opens one version of name: a kept version (bound

@@ -94,7 +94,7 @@ func (s *Store) learnListed(ctx context.Context, key, name, dir string, listed *
 		perr, lerr error
 		wg         sync.WaitGroup
 	)
-	wg.Go(func() { cur, perr = s.peek(ctx, key, name) })
+	wg.Go(func() { cur, perr = s.peek(ctx, key, name, false) })
 	if listed == nil {
 		wg.Go(func() { es, lerr = s.listEntries(ctx, name, dir) })
 	} else {
