@@ -387,17 +387,15 @@ func (s *Store) readHeader(ctx context.Context, key, bound string, open bool) (o
 		return obj, st, opened, true, s.wrap("get", bound, err)
 	}
 	head = head[:n]
-	st, perr := envelope.PeekStamp(bound, head)
 	if !open {
-		if perr != nil {
-			st = envelope.Stamp{}
+		if st, perr := envelope.PeekStamp(bound, head); perr == nil {
+			return obj, st, opened, true, nil
 		}
-		return obj, st, opened, true, nil
+		return obj, envelope.Stamp{}, opened, true, nil
 	}
-	if perr != nil {
-		return obj, envelope.Stamp{}, opened, true, fmt.Errorf("store: %q: %w: %w", bound, ErrUnreadable, perr)
-	}
-	hl, perr := envelope.HeaderLen(bound, head)
+	// The stamp is zero where it cannot be read, and the unauthenticated
+	// one beside a malformed layout.
+	hl, st, perr := envelope.HeaderLen(bound, head)
 	if perr != nil {
 		return obj, st, opened, true, fmt.Errorf("store: %q: %w: %w", bound, ErrUnreadable, perr)
 	}

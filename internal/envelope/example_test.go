@@ -174,7 +174,7 @@ func ExampleEnvelope_OpenHeader() {
 	if err != nil {
 		panic(err)
 	}
-	n, err := envelope.HeaderLen("app/token", sealed[:envelope.FixedHeaderLen])
+	n, _, err := envelope.HeaderLen("app/token", sealed[:envelope.FixedHeaderLen])
 	if err != nil {
 		panic(err)
 	}

@@ -170,11 +170,10 @@ func parsePrefix(objName string, b []byte, size int64) (*header, error) {
 	if flags&^flagContent != 0 {
 		return nil, fmt.Errorf("%w: object %q uses unknown flags %#02x", ErrNotEnvelope, objName, flags)
 	}
-	n := int(b[offCount])
-	nameLen := int(binary.BigEndian.Uint16(b[offNameLen:]))
 	total := binary.BigEndian.Uint64(b[offTotal:])
-	if n > maxKeyStanzas || nameLen == 0 || nameLen > MaxNameLen {
-		return nil, fmt.Errorf("%w: object %q has a malformed header (%d key stanzas, name of %d bytes)", ErrTampered, objName, n, nameLen)
+	n, nameLen, err := keyLayout(objName, b)
+	if err != nil {
+		return nil, err
 	}
 	h := headerLen(nameLen, n)
 	if total > MaxSize || total < uint64(h) {
@@ -215,6 +214,18 @@ func parsePrefix(objName string, b []byte, size int64) (*header, error) {
 	copy(hdr.storeID[:], b[offStoreID:offRecipients])
 	copy(hdr.recipients[:], b[offRecipients:offGeneration])
 	return hdr, nil
+}
+
+// keyLayout reads the number of key stanzas and the length of the name
+// from the fixed header b (at least fixedLen bytes): [ErrTampered] for a
+// layout no object has. objName only labels errors.
+func keyLayout(objName string, b []byte) (stanzas, nameLen int, err error) {
+	n := int(b[offCount])
+	nameLen = int(binary.BigEndian.Uint16(b[offNameLen:]))
+	if n > maxKeyStanzas || nameLen == 0 || nameLen > MaxNameLen {
+		return 0, 0, fmt.Errorf("%w: object %q has a malformed header (%d key stanzas, name of %d bytes)", ErrTampered, objName, n, nameLen)
+	}
+	return n, nameLen, nil
 }
 
 // Header is what [PeekHeader] reads from a sealed object without

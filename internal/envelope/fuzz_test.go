@@ -222,7 +222,7 @@ func FuzzSealOpen(f *testing.F) {
 		if info.StoreID != vectorStoreA || info.Stamp != stamp || info.Writer != writer || !info.SameRecipients || info.Unauthenticated {
 			t.Fatalf("Opened = %+v", info)
 		}
-		n, err := HeaderLen(name, sealed)
+		n, _, err := HeaderLen(name, sealed)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,18 +46,20 @@ func PeekStamp(name string, prefix []byte) (Stamp, error) {
 // HeaderLen returns the length of a sealed object's envelope header — the
 // bytes before its age file — from its first bytes, prefix (at least
 // [FixedHeaderLen] of them), WITHOUT AUTHENTICATING IT: what a reader
-// fetches of an object to give [Envelope.OpenHeader]. It fails as
-// [PeekStamp] does, and with [ErrTampered] for a layout no object has.
-func HeaderLen(name string, prefix []byte) (int, error) {
-	if _, err := PeekStamp(name, prefix); err != nil {
-		return 0, err
+// fetches of an object to give [Envelope.OpenHeader]; and the stamp
+// [PeekStamp] reads there, as unauthenticated. It fails as [PeekStamp]
+// does (with a zero stamp), and with [ErrTampered] for a layout no object
+// has (the stamp is still returned beside that error).
+func HeaderLen(name string, prefix []byte) (int, Stamp, error) {
+	st, err := PeekStamp(name, prefix)
+	if err != nil {
+		return 0, Stamp{}, err
 	}
-	n := int(prefix[offCount])
-	nameLen := int(binary.BigEndian.Uint16(prefix[offNameLen:]))
-	if n > maxKeyStanzas || nameLen == 0 || nameLen > MaxNameLen {
-		return 0, fmt.Errorf("%w: object %q has a malformed header (%d key stanzas, name of %d bytes)", ErrTampered, name, n, nameLen)
+	n, nameLen, err := keyLayout(name, prefix)
+	if err != nil {
+		return 0, st, err
 	}
-	return headerLen(nameLen, n), nil
+	return headerLen(nameLen, n), st, nil
 }
 
 // OpenHeader authenticates the envelope header of an object of size

@@ -48,7 +48,7 @@ func TestWriter_RoundTripsThroughEveryOpen(t *testing.T) {
 		if _, sinfo, err := e.OpenWithInfo("app/key", streamed); err != nil || sinfo.Writer != testWriter {
 			t.Fatalf("%s: a streamed object opens with %+v, %v", kind, sinfo.Writer, err)
 		}
-		n, err := HeaderLen("app/key", sealed[:FixedHeaderLen])
+		n, _, err := HeaderLen("app/key", sealed[:FixedHeaderLen])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestOpenHeader_HeaderOnly_AuthenticatedWithOpensErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := HeaderLen("app/key", sealed)
+		n, _, err := HeaderLen("app/key", sealed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestOpenHeader_HeaderOnly_AuthenticatedWithOpensErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _ := HeaderLen("app/key", sealed)
+	n, _, _ := HeaderLen("app/key", sealed)
 	if _, err := recovery.OpenHeader("app/key", sealed[:n], int64(len(sealed))); !errors.Is(err, ErrTruncated) {
 		t.Errorf("recovery identity, the envelope header only: %v, want ErrTruncated (it needs the age header)", err)
 	}
@@ -216,14 +216,14 @@ func TestHeaderLen_FromTheFixedPart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := HeaderLen("a/name", sealed[:FixedHeaderLen]); err != nil || int64(n) != hdr.ageOff {
+		if n, _, err := HeaderLen("a/name", sealed[:FixedHeaderLen]); err != nil || int64(n) != hdr.ageOff {
 			t.Errorf("HeaderLen = %d, %v; want %d", n, err, hdr.ageOff)
 		}
 	}
-	if _, err := HeaderLen("x", []byte("CAIRNST")); !errors.Is(err, ErrTruncated) {
+	if _, _, err := HeaderLen("x", []byte("CAIRNST")); !errors.Is(err, ErrTruncated) {
 		t.Errorf("HeaderLen of the magic alone = %v, want ErrTruncated", err)
 	}
-	if _, err := HeaderLen("x", bytes.Repeat([]byte("x"), FixedHeaderLen)); !errors.Is(err, ErrNotEnvelope) {
+	if _, _, err := HeaderLen("x", bytes.Repeat([]byte("x"), FixedHeaderLen)); !errors.Is(err, ErrNotEnvelope) {
 		t.Errorf("HeaderLen of junk = %v, want ErrNotEnvelope", err)
 	}
 }
