@@ -345,11 +345,7 @@ func (s *Store) nameWriters(ctx context.Context, vs []namedVersion) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			internal := entryName(nv.name, nv.v.ID, nv.v.Deleted)
-			bound := internal // a tombstone is sealed as itself
-			if !nv.v.Deleted {
-				bound = nv.name // a kept version as its object was
-			}
-			nv.v.Instance = s.readWriter(ctx, s.c.prefix+internal, bound).Instance
+			nv.v.Instance = s.readWriter(ctx, s.c.prefix+internal, boundName(internal)).Instance
 		})
 	}
 	wg.Wait()
