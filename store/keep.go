@@ -63,11 +63,12 @@ func (k *keepsInFlight) remove(key string, ch chan struct{}) {
 	}
 }
 
-// pending returns the keeps in flight of key, or of every key when all.
-func (k *keepsInFlight) pending(key string, all bool) []chan struct{} {
+// pending returns the keeps in flight of key, or of every key when key
+// is "" (no backend key is empty).
+func (k *keepsInFlight) pending(key string) []chan struct{} {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if !all {
+	if key != "" {
 		return append([]chan struct{}(nil), k.m[key]...)
 	}
 	var out []chan struct{}
@@ -81,7 +82,7 @@ func (k *keepsInFlight) pending(key string, all bool) []chan struct{} {
 // was in flight when it was called is: what a later write or read of the
 // name needs to see its history whole. It fails only with ctx's error.
 func (s *Store) waitKeeps(ctx context.Context, key string) error {
-	for _, ch := range s.c.keeps.pending(key, key == "") {
+	for _, ch := range s.c.keeps.pending(key) {
 		select {
 		case <-ch:
 		case <-ctx.Done():
