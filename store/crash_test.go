@@ -60,7 +60,9 @@ func helper(role string) error {
 	if _, err := v.Put(ctx, "app/k", []byte("one"), store.PutOptions{}); err != nil {
 		return err
 	}
-	store.Settle(v)
+	if err := storeadmin.WaitKeeps(ctx, v); err != nil {
+		return err
+	}
 	f.SetHook(func(ctx context.Context, c fault.Call) error {
 		if isKeep(c) {
 			<-ctx.Done()

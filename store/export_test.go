@@ -1,7 +1,5 @@
 package store
 
-import "context"
-
 // DefaultConcurrency is the default ManyOptions.Concurrency, for the tests.
 const DefaultConcurrency = defaultConcurrency
 
@@ -14,7 +12,3 @@ type (
 	PutBackError = putBackError
 	ManyError    = manyError
 )
-
-// Settle waits until no keep a write through st's connection left behind
-// it is in flight, for the tests that look at the storage itself.
-func Settle(st *Store) { st.waitKeeps(context.Background(), "") }
