@@ -90,13 +90,12 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		logger = slog.Default()
 	}
 
-	var pin string
+	// A malformed store id fails before the backend is opened; Connect
+	// parses the same text again for its pin.
 	if cfg.StoreID != "" {
-		id, err := envelope.ParseStoreID(cfg.StoreID)
-		if err != nil {
+		if _, err := envelope.ParseStoreID(cfg.StoreID); err != nil {
 			return nil, &OpenError{StageStore, fmt.Errorf("Config.StoreID: %w", err)}
 		}
-		pin = id.String()
 	}
 	b, root := cfg.Backend, cfg.Root
 	if b == nil {
@@ -125,7 +124,7 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 		Store:                       store.Options{Root: root, MaxObjectSize: cfg.MaxObjectSize, History: cfg.History, RejectRollback: cfg.RejectRollback, Logger: logger, MeterProvider: cfg.MeterProvider},
 		Location:                    location,
 		Create:                      true,
-		StoreID:                     pin,
+		StoreID:                     cfg.StoreID,
 		RequireConfiguredRecipients: cfg.RequireConfiguredRecipients,
 		Lock: lock.Options{
 			InstanceID:        cfg.InstanceID,
