@@ -61,8 +61,8 @@ type Lock struct {
 
 	mu      sync.Mutex
 	state   lockState
-	err     error // why the lock is no longer held
-	rec     Record
+	err     error  // why the lock is no longer held
+	rec     Record // never a root: acquireCAS confirms a create first
 	version string
 	// confirmed is when the last write known to be on the store was sent
 	// (monotonic and wall clock): the storage stamped it later, so nobody
@@ -451,9 +451,6 @@ func (l *Lock) beat() error {
 	l.mu.Unlock()
 	sent := time.Now()
 	rec.Heartbeat = sent.UTC()
-	// A root record is one until its holder writes again (docs/adr/0066):
-	// the acquisition's second look has passed.
-	rec.Root = false
 	data, err := rec.encode()
 	if err != nil {
 		return fmt.Errorf("lock: heartbeat: %w", err)
@@ -885,7 +882,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // a lock object gone or broken (nobody holds it: logged).
 func (l *Lock) releaseCAS(ctx context.Context) error {
 	rec := l.Record()
-	rec.State, rec.Root = stateReleased, false
+	rec.State = stateReleased
 	rec.Heartbeat = time.Now().UTC()
 	data, err := rec.encode()
 	if err != nil {
