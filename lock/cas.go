@@ -140,9 +140,8 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 			// acquisition that found no lock object either reserved
 			// after us, and may have held and lost its lock object before
 			// ours landed (lock/model -DNO_ROOT_POSTCHECK).
-			markers, err := a.scan.markers(ctx)
-			if err == nil && len(markers) > 0 && markers[len(markers)-1].epoch > rec.Ceiling {
-				top := markers[len(markers)-1].epoch
+			mv, err := a.scan.markers(ctx)
+			if top := mv.maxMarker(); err == nil && top > rec.Ceiling {
 				a.abandon(ctx, rec, info.Version, top)
 				err = fmt.Errorf("epoch marker %d above our block's (%d) appeared meanwhile", top, rec.Ceiling)
 			}
@@ -225,21 +224,18 @@ func (a *acquirer) nextCAS(ctx context.Context, cur *entry, acq string) (e, ceil
 // -DROOT_SHARED_BLOCK).
 func (a *acquirer) reserveAbove(ctx context.Context, acq string) (e, ceiling uint64, below []string, err error) {
 	for range maxConflicts {
-		markers, err := a.scan.markers(ctx)
+		mv, err := a.scan.markers(ctx)
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		var top uint64
-		if len(markers) > 0 {
-			top = markers[len(markers)-1].epoch
-		}
+		top := mv.maxMarker()
 		if top == math.MaxUint64 {
 			return 0, 0, nil, fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", markerName(top), top, ErrEpochExhausted)
 		}
 		ceiling = nextBlock(top)
 		switch err := a.reserve(ctx, ceiling, acq); {
 		case err == nil:
-			for _, m := range markers {
+			for _, m := range mv.markers {
 				below = append(below, m.name)
 			}
 			return top + 1, ceiling, below, nil

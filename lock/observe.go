@@ -87,11 +87,9 @@ func (s scanner) request(ctx context.Context) (context.Context, context.CancelFu
 // is an error, never "nothing there".
 func (s scanner) scan(ctx context.Context) (view, error) { return s.scanUnder(ctx, listPrefix) }
 
-// markers lists the epoch markers alone (one listing), ascending.
-func (s scanner) markers(ctx context.Context) ([]*entry, error) {
-	v, err := s.scanUnder(ctx, markerPrefix)
-	return v.markers, err
-}
+// markers lists the epoch markers alone (one listing): a view of them
+// (markers, ascending).
+func (s scanner) markers(ctx context.Context) (view, error) { return s.scanUnder(ctx, markerPrefix) }
 
 // scanUnder is scan of the lock's objects whose names start with prefix.
 func (s scanner) scanUnder(ctx context.Context, prefix string) (view, error) {
