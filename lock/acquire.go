@@ -276,8 +276,11 @@ func (a *acquirer) nextEpoch(v view) (uint64, error) {
 	return top + 1, nil
 }
 
-// writeMarker records that epoch e was confirmed (if absent where the
-// backend has conditions).
+// writeMarker writes the epoch marker of e (if absent where the backend
+// has conditions): in claims mode, that epoch e was confirmed; in
+// compare-and-swap mode, which always has them, the reservation of the
+// block whose ceiling is e (ErrPreconditionFailed: another acquisition
+// reserved it).
 func (a *acquirer) writeMarker(ctx context.Context, e uint64, acq string) error {
 	data, err := encodeMarker(e, a.o.InstanceID, acq)
 	if err != nil {

@@ -205,7 +205,7 @@ func (a *acquirer) nextCAS(ctx context.Context, cur *entry, acq string) (e, ceil
 		return e, ceiling, nil, nil
 	}
 	next := nextBlock(ceiling)
-	switch err := a.reserve(ctx, next, acq); {
+	switch err := a.writeMarker(ctx, next, acq); {
 	case err == nil:
 		return e, next, []string{markerName(ceiling)}, nil
 	case errors.Is(err, backend.ErrPreconditionFailed):
@@ -233,7 +233,7 @@ func (a *acquirer) reserveAbove(ctx context.Context, acq string) (e, ceiling uin
 			return 0, 0, nil, fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", markerName(top), top, ErrEpochExhausted)
 		}
 		ceiling = nextBlock(top)
-		switch err := a.reserve(ctx, ceiling, acq); {
+		switch err := a.writeMarker(ctx, ceiling, acq); {
 		case err == nil:
 			for _, m := range mv.markers {
 				below = append(below, m.name)
@@ -244,22 +244,6 @@ func (a *acquirer) reserveAbove(ctx context.Context, acq string) (e, ceiling uin
 		}
 	}
 	return 0, 0, nil, fmt.Errorf("reserving an epoch block: other acquisitions kept reserving the one above the highest marker: %w", backend.ErrPreconditionFailed)
-}
-
-// reserve creates the marker of the block whose ceiling is c: the block
-// is this acquisition's. ErrPreconditionFailed means another acquisition
-// created it.
-func (a *acquirer) reserve(ctx context.Context, c uint64, acq string) error {
-	data, err := encodeMarker(c, a.o.InstanceID, acq)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := a.request(ctx)
-	defer cancel()
-	if _, err := a.st.Put(rctx, markerName(c), data, store.PutOptions{IfAbsent: true}); err != nil {
-		return fmt.Errorf("reserve the epochs up to %d: %w", c, err)
-	}
-	return nil
 }
 
 // writeLock writes the lock object under the request timeout.
