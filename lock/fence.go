@@ -3,7 +3,6 @@ package lock
 import (
 	"time"
 
-	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/store"
 )
@@ -33,7 +32,3 @@ func (f fence) Deadline() (time.Time, bool)         { return f.l.deadline() }
 func (f fence) Enter() (done func(), err error)     { return f.l.enter() }
 func (f fence) NextWrite() (epoch, sequence uint64) { return f.l.nextWrite() }
 func (f fence) Holder() storeadmin.HolderInfo       { return f.l.holder() }
-
-func init() {
-	lockhook.RegisterLock(&lockhook.LockOps[*Lock, *store.Store]{Guards: (*Lock).guards, Deadline: (*Lock).deadline})
-}

@@ -258,7 +258,10 @@ func (a *acquirer) breakCAS(ctx context.Context, holder *entry, v view) (Record,
 }
 
 func init() {
-	lockhook.Register(&lockhook.Ops[*store.Store, Record, Mode]{Inspect: inspect, Break: brk, Owns: owns})
+	lockhook.Register(&lockhook.Ops[*store.Store, Record, Mode, *Lock]{
+		Inspect: inspect, Break: brk, Owns: owns,
+		Guards: (*Lock).guards, Deadline: (*Lock).deadline,
+	})
 }
 
 // encodeMarker is the sealed content of an epoch marker.

@@ -14,10 +14,7 @@ import (
 	"github.com/cairnhq/state/store"
 )
 
-var (
-	ops     = lockhook.Get[*store.Store, lock.Record, lock.Mode]()
-	lockOps = lockhook.GetLock[*lock.Lock, *store.Store]()
-)
+var ops = lockhook.Get[*store.Store, lock.Record, lock.Mode, *lock.Lock]()
 
 // Status is what [Inspect] found: the lock as an operator sees it, judged
 // by the rules Acquire applies.
@@ -96,10 +93,10 @@ func Owns(name string) bool { return ops.Owns(name) }
 // same key prefix (root). Code that writes under the lock's protection,
 // such as the migration runner, checks it so that a lock held on one store
 // does not license writes to another.
-func Guards(l *lock.Lock, st *store.Store) bool { return lockOps.Guards(l, st) }
+func Guards(l *lock.Lock, st *store.Store) bool { return ops.Guards(l, st) }
 
 // Deadline returns when l's fence closes unless a heartbeat confirms the
 // lock again: the send time of its last confirmed write plus 1.25
 // heartbeat intervals. Writes through l.Fence's views run under it. After
 // loss or release it is a time in the past.
-func Deadline(l *lock.Lock) (time.Time, bool) { return lockOps.Deadline(l) }
+func Deadline(l *lock.Lock) (time.Time, bool) { return ops.Deadline(l) }

@@ -152,35 +152,21 @@ const (
 )
 
 // Ops are the operations, over the lock's types: S is *store.Store, R
-// lock.Record and M lock.Mode.
-type Ops[S, R, M any] struct {
-	Inspect func(ctx context.Context, st S, o InspectOptions) (Status[R, M], error)
-	Break   func(ctx context.Context, st S, o BreakOptions) (R, error)
-	Owns    func(name string) bool
+// lock.Record, M lock.Mode and L *lock.Lock. Guards and Deadline are the
+// operations on a held lock.
+type Ops[S, R, M, L any] struct {
+	Inspect  func(ctx context.Context, st S, o InspectOptions) (Status[R, M], error)
+	Break    func(ctx context.Context, st S, o BreakOptions) (R, error)
+	Owns     func(name string) bool
+	Guards   func(l L, st S) bool
+	Deadline func(l L) (time.Time, bool)
 }
 
 var registered any
 
 // Register records ops; package lock calls it once, from its init.
-func Register[S, R, M any](ops *Ops[S, R, M]) { registered = ops }
+func Register[S, R, M, L any](ops *Ops[S, R, M, L]) { registered = ops }
 
 // Get returns what lock registered. It panics when the types differ from
 // the registered ones, which the first test that imports lockadmin shows.
-func Get[S, R, M any]() *Ops[S, R, M] { return registered.(*Ops[S, R, M]) }
-
-// LockOps are the operations on a held lock, over the lock's types: L is
-// *lock.Lock and S *store.Store.
-type LockOps[L, S any] struct {
-	Guards   func(l L, st S) bool
-	Deadline func(l L) (time.Time, bool)
-}
-
-var registeredLock any
-
-// RegisterLock records ops; package lock calls it once, from its init.
-func RegisterLock[L, S any](ops *LockOps[L, S]) { registeredLock = ops }
-
-// GetLock returns what lock registered with RegisterLock. It panics when
-// the types differ from the registered ones, which the first test that
-// imports lockadmin shows.
-func GetLock[L, S any]() *LockOps[L, S] { return registeredLock.(*LockOps[L, S]) }
+func Get[S, R, M, L any]() *Ops[S, R, M, L] { return registered.(*Ops[S, R, M, L]) }
