@@ -196,7 +196,7 @@ func (a *acquirer) decide(ctx context.Context, v view, own string) (d decision, 
 				return nil
 			}
 		}
-		if e.kind == kindLock && e.readable && e.rec.released() {
+		if e.released() {
 			return nil
 		}
 		d.add(e, a.judge(e, now))

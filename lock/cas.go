@@ -90,7 +90,7 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 		} else {
 			d := decision{kind: vTake}
 			switch {
-			case cur == nil, cur.readable && cur.rec.released():
+			case cur == nil, cur.released():
 				// Nobody holds it: take it at once.
 			case cur.readable && a.mine[cur.rec.AcquisitionID]:
 				// An attempt of ours whose answer came too late: ours to

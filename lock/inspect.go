@@ -42,7 +42,7 @@ func inspect(ctx context.Context, st *store.Store, o lockhook.InspectOptions) (s
 	if holder != nil && holder.kind == kindLock && holder.readable && holder.rec.counted() {
 		s.Epoch = holder.rec.Epoch // what the next acquisition counts on from
 	}
-	if holder != nil && holder.kind == kindLock && holder.readable && holder.rec.released() {
+	if holder != nil && holder.released() {
 		// A released lock object (compare-and-swap mode): nobody holds it.
 		s.Object, s.Mode, s.Readable, s.Version, s.Record = holder.name, ModeCAS, true, holder.info.Version, holder.rec
 		s.HeartbeatAge = holder.age
@@ -194,7 +194,7 @@ func brk(ctx context.Context, st *store.Store, o lockhook.BreakOptions) (Record,
 	if err != nil {
 		return Record{}, fmt.Errorf("lock: break: %w", err)
 	}
-	if holder == nil || holder.kind == kindLock && holder.readable && holder.rec.released() {
+	if holder == nil || holder.released() {
 		return Record{}, fmt.Errorf("lock: break: no state lock to break: %w", backend.ErrNotFound)
 	}
 	// Only what a boot would take at once: a lock a boot would watch (the

@@ -39,6 +39,15 @@ type entry struct {
 	anomaly bool
 }
 
+// released reports whether e is a released lock object (compare-and-swap
+// mode, docs/adr/0066). Only read fills rec, and only with readable; it
+// refuses a claim whose record is not an intent's or a held one; and
+// nothing reads an entry of a name the lock does not write. So a
+// released record is a readable lock object's, on an entry read once
+// (its callers' are: a second read that fails to open keeps the first
+// one's record).
+func (e *entry) released() bool { return e.rec.released() }
+
 // view is what one look at the lock's objects found.
 type view struct {
 	lock    *entry   // .lock, compare-and-swap mode
