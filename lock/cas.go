@@ -171,7 +171,7 @@ func (a *acquirer) acquireCAS(ctx context.Context) (*Lock, error) {
 				continue
 			}
 		}
-		l := newLock(a, lockName, rec, info.Version, sent, cleanup, nil)
+		l := newLock(a, lockName, rec, info.Version, sent, cleanup)
 		attrs := []any{"epoch", rec.Epoch, "mode", a.mode}
 		a.logTakeovers(takeovers, attrs...)
 		a.log.Info("state lock acquired", attrs...)

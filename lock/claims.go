@@ -107,7 +107,7 @@ func (a *acquirer) attemptClaim(ctx context.Context, acq string, start, deadline
 	if err := a.writeMarker(ctx, e, acq); err != nil {
 		return nil, decision{}, true, err
 	}
-	l = newLock(a, heldName(acq), rec, info.Version, sent, nil, a.cleanupList(v, rec, heldName(acq)))
+	l = newLock(a, heldName(acq), rec, info.Version, sent, a.cleanupList(v, rec, heldName(acq)))
 	attrs := []any{"epoch", e, "mode", a.mode}
 	a.logTakeovers(d.takeovers, attrs...)
 	a.log.Info("state lock acquired", attrs...)

@@ -77,27 +77,26 @@ type Lock struct {
 	// is zero.
 	inflight int
 	drained  chan struct{}
-	// cleanup are objects the acquisition left for the holder to delete
-	// at once (compare-and-swap mode: the markers below its block); the
+	// cleanup are objects the acquisition left for the holder to delete.
+	// In compare-and-swap mode, the markers below its block: the
 	// heartbeat goroutine deletes them first, and Release waits for that.
+	// In claims mode, what the acquisition found dead (lower epoch
+	// markers, dead claims; docs/adr/0067): the release deletes them
+	// with our own, and a crash leaves them to the next acquirer.
 	cleanup []string
-	// junk are objects the acquisition found dead, for the release to
-	// delete with our own (claims mode: lower epoch markers, dead claims;
-	// docs/adr/0067). A crash leaves them to the next acquirer.
-	junk []string
 	// mine are the acquisition ids of this acquisition's attempts: their
 	// claims, wherever they turn up (a confirm answered too late that
 	// landed anyway), are ours to delete and never a rival.
 	mine map[string]bool
 	// cleaned is closed once the heartbeat goroutine has deleted what the
-	// acquisition left (cleanup).
+	// acquisition left (cleanup, compare-and-swap mode).
 	cleaned chan struct{}
 
 	m          *lockMetrics        // nil without a MeterProvider (metrics.go)
 	metricsReg metric.Registration // the gauges' callback, until Release
 }
 
-func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup, junk []string) *Lock {
+func newLock(a *acquirer, name string, rec Record, version string, sent time.Time, cleanup []string) *Lock {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	hb, hbCancel := context.WithCancel(context.Background())
 	l := &Lock{
@@ -119,7 +118,6 @@ func newLock(a *acquirer, name string, rec Record, version string, sent time.Tim
 		version:   version,
 		confirmed: sent,
 		cleanup:   cleanup,
-		junk:      junk,
 		mine:      maps.Clone(a.mine),
 		m:         a.m,
 		cleaned:   make(chan struct{}),
@@ -779,8 +777,12 @@ func (l *Lock) deleteJunk(ctx context.Context, v view, rec Record) {
 // cleanedUp is closed once the acquisition's clean-up has run.
 func (l *Lock) cleanedUp() <-chan struct{} { return l.cleaned }
 
-// deleteCleanup deletes what the acquisition left (best effort).
+// deleteCleanup deletes what the acquisition left (best effort), in
+// compare-and-swap mode; in claims mode the release does.
 func (l *Lock) deleteCleanup() {
+	if l.mode != ModeCAS {
+		return
+	}
 	l.mu.Lock()
 	names := l.cleanup
 	l.cleanup = nil
@@ -922,8 +924,8 @@ func (l *Lock) releaseCAS(ctx context.Context) error {
 func (l *Lock) releaseClaims(ctx context.Context) error {
 	rec := l.Record()
 	l.mu.Lock()
-	names := append([]string{l.name, intentName(rec.AcquisitionID)}, l.junk...)
-	l.junk = nil
+	names := append([]string{l.name, intentName(rec.AcquisitionID)}, l.cleanup...)
+	l.cleanup = nil
 	l.mu.Unlock()
 	return deleteMany(ctx, l.st, l.log, names...)
 }
