@@ -271,7 +271,7 @@ func (a *acquirer) nextEpoch(v view) (uint64, error) {
 		}
 	}
 	if top == math.MaxUint64 {
-		return 0, fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", from, top, ErrEpochExhausted)
+		return 0, epochExhausted(from, top)
 	}
 	return top + 1, nil
 }

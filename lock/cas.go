@@ -195,7 +195,7 @@ func (a *acquirer) nextCAS(ctx context.Context, cur *entry, acq string) (e, ceil
 		return a.reserveAbove(ctx, acq)
 	}
 	if cur.rec.Epoch == math.MaxUint64 {
-		return 0, 0, nil, fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", lockName, cur.rec.Epoch, ErrEpochExhausted)
+		return 0, 0, nil, epochExhausted(lockName, cur.rec.Epoch)
 	}
 	e, ceiling = cur.rec.Epoch+1, cur.rec.Ceiling
 	if m, ok := storeadmin.Manifest(a.st); ok && cur.gen < m.Generation {
@@ -230,7 +230,7 @@ func (a *acquirer) reserveAbove(ctx context.Context, acq string) (e, ceiling uin
 		}
 		top := mv.maxMarker()
 		if top == math.MaxUint64 {
-			return 0, 0, nil, fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", markerName(top), top, ErrEpochExhausted)
+			return 0, 0, nil, epochExhausted(markerName(top), top)
 		}
 		ceiling = nextBlock(top)
 		switch err := a.writeMarker(ctx, ceiling, acq); {

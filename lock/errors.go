@@ -115,6 +115,12 @@ func (e *LostError) Error() string {
 // Is makes errors.Is(err, ErrLost) true.
 func (e *LostError) Is(target error) bool { return target == ErrLost }
 
+// epochExhausted is the refusal to count on from object, which holds
+// epoch, the largest there is (ErrEpochExhausted).
+func epochExhausted(object string, epoch uint64) error {
+	return fmt.Errorf("%s holds epoch %d, the largest there is; remove it if it was written by hand: %w", object, epoch, ErrEpochExhausted)
+}
+
 // roundAge prints durations the way an operator reads them: whole seconds
 // from one second on, milliseconds below.
 func roundAge(d time.Duration) time.Duration {
