@@ -32,8 +32,9 @@ type (
 
 // The states of a lock record (lock.Record.State).
 const (
-	StateIntent = lockhook.StateIntent // a claim of an acquisition in progress
-	StateHeld   = lockhook.StateHeld   // the lock object or a confirmed claim
+	StateIntent   = lockhook.StateIntent   // a claim of an acquisition in progress
+	StateHeld     = lockhook.StateHeld     // the lock object or a confirmed claim
+	StateReleased = lockhook.StateReleased // a lock object nobody holds (compare-and-swap mode)
 )
 
 // Liveness is how the lock's rules judge a holder.

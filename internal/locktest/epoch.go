@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/cairnhq/state/internal/lockadmin"
-	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
@@ -139,7 +138,7 @@ func testEpochAcrossBlocks(t *testing.T, e *env) {
 	e.part(t, "NextBlock", func(t *testing.T, e *env) {
 		st := e.storeRoot(nil, "next")
 		rec := e.foreign("pod-x")
-		rec.State, rec.Epoch, rec.Ceiling = lockhook.StateReleased, firstBlock, firstBlock
+		rec.State, rec.Epoch, rec.Ceiling = lockadmin.StateReleased, firstBlock, firstBlock
 		e.put(st, marker(firstBlock), []byte(`{}`))
 		e.putRecord(st, storemeta.LockName, rec)
 		l := e.acquire(st, e.opts("pod-a"))
@@ -155,7 +154,7 @@ func testEpochAcrossBlocks(t *testing.T, e *env) {
 	e.part(t, "NextBlockTaken", func(t *testing.T, e *env) {
 		st := e.storeRoot(nil, "taken")
 		rec := e.foreign("pod-x")
-		rec.State, rec.Epoch, rec.Ceiling = lockhook.StateReleased, firstBlock, firstBlock
+		rec.State, rec.Epoch, rec.Ceiling = lockadmin.StateReleased, firstBlock, firstBlock
 		e.put(st, marker(firstBlock), []byte(`{}`))
 		e.put(st, marker(2*firstBlock), []byte(`{}`)) // another's reservation
 		e.putRecord(st, storemeta.LockName, rec)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/cairnhq/state/internal/fault"
 	"github.com/cairnhq/state/internal/lockadmin"
-	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/internal/storeadmin"
 	"github.com/cairnhq/state/internal/storemeta"
 	"github.com/cairnhq/state/lock"
@@ -577,7 +576,7 @@ func (e *env) wantReleased(st *store.Store, rec lock.Record) {
 	if len(got) != 2 || got[0] != storemeta.LockName || !strings.HasPrefix(got[1], ".lock.d/epoch-") {
 		e.t.Fatalf("after release the lock's objects are %q, want the lock object and its block's marker", got)
 	}
-	if !s.Readable || s.Record.State != lockhook.StateReleased || s.Record.AcquisitionID != rec.AcquisitionID || s.Record.Epoch != rec.Epoch || s.Epoch != rec.Epoch {
+	if !s.Readable || s.Record.State != lockadmin.StateReleased || s.Record.AcquisitionID != rec.AcquisitionID || s.Record.Epoch != rec.Epoch || s.Epoch != rec.Epoch {
 		e.t.Fatalf("after release the lock object is %+v, want our released record at epoch %d", s, rec.Epoch)
 	}
 }

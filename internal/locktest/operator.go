@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairnhq/state/backend"
 	"github.com/cairnhq/state/internal/lockadmin"
-	"github.com/cairnhq/state/internal/lockhook"
 	"github.com/cairnhq/state/lock"
 )
 
@@ -105,7 +104,7 @@ func testBreak(t *testing.T, e *env) {
 		if e.mode == lock.ModeCAS {
 			// A released record in the holder's place, at its epoch
 			// (docs/adr/0066).
-			if s := e.status(st); s.Present || !s.Readable || s.Record.State != lockhook.StateReleased || s.Record.AcquisitionID == r.AcquisitionID || s.Epoch != r.Epoch {
+			if s := e.status(st); s.Present || !s.Readable || s.Record.State != lockadmin.StateReleased || s.Record.AcquisitionID == r.AcquisitionID || s.Epoch != r.Epoch {
 				t.Fatalf("after a forced break the lock object is %+v, want a released record at epoch %d", s, r.Epoch)
 			}
 			if _, err := lockadmin.Break(e.ctx(), st, lockadmin.BreakOptions{Force: true, StaleAfter: e.stale()}); !errors.Is(err, backend.ErrNotFound) {
